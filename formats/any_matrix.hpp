@@ -1,0 +1,72 @@
+// any_matrix: the runtime value passed between I/O, the converter graph and the CLI:
+// one stored format of one matrix, as a variant over format x value type x index type.
+// Adding a format means adding its instantiations to `any_matrix` and its name to
+// `format_list` below; everything generic follows from its declaration.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "formats/coo.hpp"
+#include "formats/csr.hpp"
+
+namespace spconv {
+
+using any_matrix = std::variant<                                     //
+    csr<float, std::int32_t>, csr<double, std::int32_t>,           //
+    csr<float, std::int64_t>, csr<double, std::int64_t>,           //
+    coo<float, std::int32_t>, coo<double, std::int32_t>,           //
+    coo<float, std::int64_t>, coo<double, std::int64_t>>;
+
+// Format names in the order `spconv formats` lists them.
+inline constexpr std::array<std::string_view, 2> format_list = {"csr", "coo"};
+
+inline bool is_format_name(std::string_view s) {
+  for (auto n : format_list)
+    if (n == s) return true;
+  return false;
+}
+
+inline std::string format_names_joined(std::string_view sep = " ") {
+  std::string s;
+  for (auto n : format_list) {
+    if (!s.empty()) s += sep;
+    s += n;
+  }
+  return s;
+}
+
+inline void check_format_name(std::string_view s) {
+  if (!is_format_name(s))
+    fail(errc::usage, "unknown format '" + std::string(s) + "' (known: " + format_names_joined(", ") + ")");
+}
+
+inline std::string_view format_name(const any_matrix& m) {
+  return std::visit([](const auto& x) { return std::remove_cvref_t<decltype(x)>::name; }, m);
+}
+inline value_type value_type_of(const any_matrix& m) {
+  return std::visit([](const auto& x) { return value_type_of<typename std::remove_cvref_t<decltype(x)>::value_type>(); }, m);
+}
+inline index_type index_type_of(const any_matrix& m) {
+  return std::visit([](const auto& x) { return index_type_of<typename std::remove_cvref_t<decltype(x)>::index_type>(); }, m);
+}
+inline std::int64_t rows_of(const any_matrix& m) {
+  return std::visit([](const auto& x) { return x.rows; }, m);
+}
+inline std::int64_t cols_of(const any_matrix& m) {
+  return std::visit([](const auto& x) { return x.cols; }, m);
+}
+
+// validate() of whatever format the value holds.
+inline void validate(const any_matrix& m) {
+  std::visit([](const auto& x) { validate(x); }, m);
+}
+
+// Bytes held by the arrays of whatever format the value holds.
+inline std::size_t bytes(const any_matrix& m) {
+  return std::visit([](const auto& x) { return bytes(x); }, m);
+}
+
+}  // namespace spconv

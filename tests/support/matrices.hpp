@@ -1,0 +1,53 @@
+// Test inputs: the shared SuiteSparse/Matrix Market files and a generator of
+// structured matrices (canonical CSR) covering the shapes that break formats.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "formats/csr.hpp"
+
+namespace spconv::test {
+
+std::filesystem::path shared_dir();              // ../shared
+std::filesystem::path source_dir();              // the repository root
+std::filesystem::path binary_dir();              // the build tree (spconv, plugins/)
+std::vector<std::filesystem::path> real_matrices();   // shared/matrices/real/*.mtx
+std::vector<std::filesystem::path> small_matrices();  // shared/matrices/small/*.mtx
+
+// A fresh empty directory under the system temp dir, removed by the destructor.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::filesystem::path operator/(const std::string& name) const { return path / name; }
+};
+
+struct generated {
+  std::string name;
+  csr<double, std::int32_t> a;
+};
+
+// Deterministic structured matrices: 0x0, 5x0, 0x5, 1x1, all rows empty, one dense
+// row, tall, wide, diagonal, banded, power-law, rows longer than 256 entries, sizes
+// not divisible by common block/tile sizes, columns near the CMRS 2^28 limit.
+std::vector<generated> generator_set();
+
+// Random canonical CSR: rows x cols with about `per_row` entries per row.
+csr<double, std::int32_t> random_csr(std::int64_t rows, std::int64_t cols, double per_row, std::uint64_t seed);
+
+template <class V>
+csr<V, std::int32_t> cast_values(const csr<double, std::int32_t>& a) {
+  csr<V, std::int32_t> out;
+  out.rows = a.rows;
+  out.cols = a.cols;
+  out.row_ptr = a.row_ptr;
+  out.col_idx = a.col_idx;
+  out.values.assign(a.values.begin(), a.values.end());
+  return out;
+}
+
+}  // namespace spconv::test
