@@ -20,8 +20,21 @@ using any_matrix = std::variant<                                     //
     coo<float, std::int32_t>, coo<double, std::int32_t>,           //
     coo<float, std::int64_t>, coo<double, std::int64_t>>;
 
-// Format names in the order `spconv formats` lists them.
-inline constexpr std::array<std::string_view, 2> format_list = {"csr", "coo"};
+struct format_description {
+  std::string_view name, summary, paper;
+};
+
+// The formats in the order `spconv formats` lists them.
+inline constexpr std::array format_descriptions = {
+    format_description{"csr", "compressed sparse row (canonical: sorted columns, no duplicates); binsparse CSR", ""},
+    format_description{"coo", "coordinate triplets, row-sorted; binsparse COO", ""},
+};
+
+inline constexpr auto format_list = [] {
+  std::array<std::string_view, format_descriptions.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = format_descriptions[i].name;
+  return names;
+}();
 
 inline bool is_format_name(std::string_view s) {
   for (auto n : format_list)

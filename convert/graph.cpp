@@ -1,0 +1,77 @@
+#include "convert/graph.hpp"
+
+#include <limits>
+
+#include "convert/cpu/csr_coo.hpp"
+
+namespace spconv {
+namespace {
+
+// Any stored format -> canonical CSR with its own value and index types.
+template <class V, class I>
+csr<V, I> to_csr(const csr<V, I>& a) {
+  return a;
+}
+template <class V, class I>
+csr<V, I> to_csr(const coo<V, I>& a) {
+  return cpu::coo_to_csr(a);
+}
+
+template <class To, class A>
+array<To> cast_array(const A& a) {
+  return array<To>(a.begin(), a.end());
+}
+
+// CSR with value type V2 and index type I2: a value cast and/or index widening or
+// narrowing (narrowing refuses what does not fit).
+template <class V2, class I2, class V, class I>
+csr<V2, I2> retype(csr<V, I>&& a) {
+  if constexpr (std::is_same_v<V, V2> && std::is_same_v<I, I2>) {
+    return std::move(a);
+  } else {
+    const std::int64_t lim = std::numeric_limits<I2>::max();
+    if (a.rows > lim || a.cols > lim || a.nnz() > lim)
+      fail(errc::unsupported, "matrix " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + " with " +
+                                  std::to_string(a.nnz()) + " entries does not fit " +
+                                  std::string(type_name<I2>()) + " indices");
+    csr<V2, I2> out;
+    out.rows = a.rows;
+    out.cols = a.cols;
+    out.row_ptr = cast_array<I2>(a.row_ptr);
+    out.col_idx = cast_array<I2>(a.col_idx);
+    out.values = cast_array<V2>(a.values);
+    return out;
+  }
+}
+
+template <class V, class I>
+any_matrix from_csr(csr<V, I>&& a, std::string_view target) {
+  if (target == "csr") return any_matrix(std::move(a));
+  if (target == "coo") return any_matrix(cpu::csr_to_coo(a));
+  check_format_name(target);
+  fail(errc::unsupported, "no conversion from csr to " + std::string(target));
+}
+
+template <class V2, class I2, class M>
+any_matrix retarget(const M& in, std::string_view target) {
+  return from_csr(retype<V2, I2>(to_csr(in)), target);
+}
+
+}  // namespace
+
+any_matrix convert(const any_matrix& in, std::string_view target, const convert_options& opt) {
+  check_format_name(target);
+  const value_type vt = opt.values.value_or(value_type_of(in));
+  const index_type it = opt.index.value_or(index_type_of(in));
+  return std::visit(
+      [&](const auto& m) -> any_matrix {
+        if (vt == value_type::f32)
+          return it == index_type::i32 ? retarget<float, std::int32_t>(m, target)
+                                       : retarget<float, std::int64_t>(m, target);
+        return it == index_type::i32 ? retarget<double, std::int32_t>(m, target)
+                                     : retarget<double, std::int64_t>(m, target);
+      },
+      in);
+}
+
+}  // namespace spconv

@@ -1,0 +1,22 @@
+// The converter graph: the single entry point that turns any stored format into any
+// other. CSR is the hub: every format has an edge to and from CSR; COO <-> CSR is the
+// direct edge the Matrix Market path uses. Value-type and index-type changes are
+// explicit options here, never implicit in a constructor.
+#pragma once
+#include <optional>
+#include <string_view>
+
+#include "formats/any_matrix.hpp"
+
+namespace spconv {
+
+struct convert_options {
+  std::optional<value_type> values;  // cast values to this type (float <-> double)
+  std::optional<index_type> index;   // CSR/COO index width of the result (default: keep)
+};
+
+// Converts `in` to the format named `target` (see format_list). Throws errc::usage for an
+// unknown name, errc::unsupported when the target cannot represent the matrix.
+any_matrix convert(const any_matrix& in, std::string_view target, const convert_options& opt = {});
+
+}  // namespace spconv

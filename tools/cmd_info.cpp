@@ -1,0 +1,112 @@
+// spconv info FILE [--json]
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "convert/graph.hpp"
+#include "formats/csr_stats.hpp"
+#include "io/matrix_file.hpp"
+#include "tools/commands.hpp"
+
+namespace spconv::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+csr_stats stats_of(const any_matrix& m) {
+  any_matrix c = format_name(m) == "csr" ? m : convert(m, "csr");
+  return std::visit(
+      [](const auto& a) -> csr_stats {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>,
+                                     csr<typename std::remove_cvref_t<decltype(a)>::value_type,
+                                         typename std::remove_cvref_t<decltype(a)>::index_type>>)
+          return compute_stats(a);
+        else
+          fail(errc::bad_input, "internal: conversion to csr gave another format");
+      },
+      c);
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+command add_info(CLI::App& app) {
+  struct opts {
+    std::string file;
+    bool json = false;
+  };
+  auto o = std::make_shared<opts>();
+  auto* sub = app.add_subcommand("info", "Show a matrix file's shape, row-length statistics and stored formats");
+  sub->add_option("FILE", o->file, "container (.h5) or Matrix Market file")->required();
+  sub->add_flag("--json", o->json, "print JSON instead of text");
+
+  return {sub, [o] {
+            const bool is_h5 = detect_file_kind(o->file) == file_kind::hdf5;
+            nlohmann::json j;
+            j["file"] = o->file;
+            j["file_bytes"] = fs::file_size(o->file);
+            j["kind"] = is_h5 ? "container" : "matrix-market";
+            std::vector<stored_format> stored;
+            if (is_h5) {
+              container_info ci = read_container_info(o->file);
+              j["container_version"] = ci.container_version;
+              stored = ci.formats;
+            }
+            matrix_file f = read_matrix_file(o->file);
+            const csr_stats s = stats_of(f.matrix);
+            j["rows"] = s.rows;
+            j["cols"] = s.cols;
+            j["nnz"] = s.nnz;
+            j["value_type"] = to_string(value_type_of(f.matrix));
+            j["index_type"] = to_string(index_type_of(f.matrix));
+            j["source"] = {{"name", f.meta.source_name},
+                           {"checksum", f.meta.source_checksum},
+                           {"symmetry", f.meta.source_symmetry}};
+            if (!f.meta.creator.empty()) j["creator"] = f.meta.creator;
+            j["row_length"] = {{"min", s.row_min}, {"mean", s.row_mean}, {"max", s.row_max}, {"stddev", s.row_stddev}};
+            j["empty_rows"] = s.empty_rows;
+            j["explicit_zeros"] = s.explicit_zeros;
+            j["formats"] = nlohmann::json::array();
+            for (const auto& sf : stored) {
+              j["formats"].push_back({{"name", sf.name},
+                                      {"version", sf.version},
+                                      {"raw_bytes", sf.raw_bytes},
+                                      {"stored_bytes", sf.stored_bytes},
+                                      {"bytes_per_nnz", s.nnz ? double(sf.raw_bytes) / double(s.nnz) : 0.0}});
+            }
+            if (o->json) {
+              std::cout << j.dump(2) << "\n";
+              return 0;
+            }
+            std::cout << o->file << ": " << (is_h5 ? "spconv container v" + std::to_string(j["container_version"].get<int>()) : "Matrix Market")
+                      << ", " << j["file_bytes"].get<std::uint64_t>() << " bytes\n";
+            std::cout << "  shape       " << s.rows << " x " << s.cols << ", " << s.nnz << " entries ("
+                      << j["value_type"].get<std::string>() << " values, " << j["index_type"].get<std::string>()
+                      << " indices)\n";
+            if (!f.meta.source_name.empty())
+              std::cout << "  source      " << f.meta.source_name << " (" << f.meta.source_symmetry << ", "
+                        << f.meta.source_checksum << ")\n";
+            std::cout << "  row length  min " << s.row_min << ", mean " << fixed(s.row_mean, 2) << ", max " << s.row_max
+                      << ", stddev " << fixed(s.row_stddev, 2) << "\n";
+            std::cout << "  empty rows  " << s.empty_rows << "\n";
+            std::cout << "  zeros       " << s.explicit_zeros << " explicitly stored\n";
+            if (is_h5) {
+              std::cout << "  formats\n";
+              for (const auto& sf : stored)
+                std::cout << "    " << sf.name << " v" << sf.version << ": " << sf.raw_bytes << " bytes raw ("
+                          << fixed(s.nnz ? double(sf.raw_bytes) / double(s.nnz) : 0.0, 2) << " per entry), "
+                          << sf.stored_bytes << " bytes stored ("
+                          << fixed(sf.stored_bytes ? double(sf.raw_bytes) / double(sf.stored_bytes) : 0.0, 2)
+                          << "x compression)\n";
+            }
+            return 0;
+          }};
+}
+
+}  // namespace spconv::cli
