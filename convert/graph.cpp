@@ -2,7 +2,13 @@
 
 #include <limits>
 
+#include "convert/cpu/bcsr.hpp"
+#include "convert/cpu/ccoo.hpp"
+#include "convert/cpu/cmrs.hpp"
+#include "convert/cpu/csr5.hpp"
 #include "convert/cpu/csr_coo.hpp"
+#include "convert/cpu/hyb.hpp"
+#include "convert/cpu/mbr.hpp"
 
 namespace spconv {
 namespace {
@@ -15,6 +21,30 @@ csr<V, I> to_csr(const csr<V, I>& a) {
 template <class V, class I>
 csr<V, I> to_csr(const coo<V, I>& a) {
   return cpu::coo_to_csr(a);
+}
+template <class V>
+csr<V, std::int32_t> to_csr(const cmrs<V>& a) {
+  return cpu::cmrs_to_csr(a);
+}
+template <class V>
+csr<V, std::int32_t> to_csr(const mbr<V>& a) {
+  return cpu::mbr_to_csr(a);
+}
+template <class V>
+csr<V, std::int32_t> to_csr(const csr5<V>& a) {
+  return cpu::csr5_to_csr(a);
+}
+template <class V>
+csr<V, std::int32_t> to_csr(const bcsr<V>& a) {
+  return cpu::bcsr_to_csr(a);
+}
+template <class V>
+csr<V, std::int32_t> to_csr(const hyb<V>& a) {
+  return cpu::hyb_to_csr(a);
+}
+template <class V>
+csr<V, std::int32_t> to_csr(const ccoo<V>& a) {
+  return cpu::ccoo_to_csr(a);
 }
 
 template <class To, class A>
@@ -44,17 +74,31 @@ csr<V2, I2> retype(csr<V, I>&& a) {
   }
 }
 
+// The formats other than CSR/COO take 32-bit CSR (their offsets and packed fields are 32-bit).
+template <class V>
+any_matrix from_csr32(const csr<V, std::int32_t>& a, std::string_view target, const convert_options& o) {
+  if (target == "cmrs") return cpu::csr_to_cmrs(a, o.cmrs);
+  if (target == "mbr") return cpu::csr_to_mbr(a, o.mbr);
+  if (target == "csr5") return cpu::csr_to_csr5(a, o.csr5, o.csr5_for);
+  if (target == "bcsr") return cpu::csr_to_bcsr(a, o.bcsr);
+  if (target == "hyb") return cpu::csr_to_hyb(a, o.hyb);
+  if (target == "ccoo") return cpu::csr_to_ccoo(a, o.ccoo);
+  fail(errc::usage, "unknown format '" + std::string(target) + "'");
+}
+
 template <class V, class I>
-any_matrix from_csr(csr<V, I>&& a, std::string_view target) {
+any_matrix from_csr(csr<V, I>&& a, std::string_view target, const convert_options& o) {
   if (target == "csr") return any_matrix(std::move(a));
   if (target == "coo") return any_matrix(cpu::csr_to_coo(a));
-  check_format_name(target);
-  fail(errc::unsupported, "no conversion from csr to " + std::string(target));
+  if constexpr (std::is_same_v<I, std::int32_t>)
+    return from_csr32(a, target, o);
+  else
+    return from_csr32(retype<V, std::int32_t>(std::move(a)), target, o);
 }
 
 template <class V2, class I2, class M>
-any_matrix retarget(const M& in, std::string_view target) {
-  return from_csr(retype<V2, I2>(to_csr(in)), target);
+any_matrix retarget(const M& in, std::string_view target, const convert_options& o) {
+  return from_csr(retype<V2, I2>(to_csr(in)), target, o);
 }
 
 }  // namespace
@@ -66,10 +110,10 @@ any_matrix convert(const any_matrix& in, std::string_view target, const convert_
   return std::visit(
       [&](const auto& m) -> any_matrix {
         if (vt == value_type::f32)
-          return it == index_type::i32 ? retarget<float, std::int32_t>(m, target)
-                                       : retarget<float, std::int64_t>(m, target);
-        return it == index_type::i32 ? retarget<double, std::int32_t>(m, target)
-                                     : retarget<double, std::int64_t>(m, target);
+          return it == index_type::i32 ? retarget<float, std::int32_t>(m, target, opt)
+                                       : retarget<float, std::int64_t>(m, target, opt);
+        return it == index_type::i32 ? retarget<double, std::int32_t>(m, target, opt)
+                                     : retarget<double, std::int64_t>(m, target, opt);
       },
       in);
 }

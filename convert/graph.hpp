@@ -10,9 +10,19 @@
 
 namespace spconv {
 
+// Format parameters as requested: 0 fields mean "choose automatically" (each format's
+// resolve_X_params documents its rule); the stored parameters are always concrete.
 struct convert_options {
   std::optional<value_type> values;  // cast values to this type (float <-> double)
-  std::optional<index_type> index;   // CSR/COO index width of the result (default: keep)
+  std::optional<index_type> index;   // CSR/COO index width of the result (default: keep;
+                                     // the other formats use 32-bit indices)
+  cmrs_params cmrs;
+  mbr_params mbr;
+  csr5_params csr5;
+  csr5_target csr5_for = csr5_target::gpu;  // whose rule picks automatic omega/sigma
+  bcsr_params bcsr;
+  hyb_params hyb;
+  ccoo_params ccoo;
 };
 
 // Converts `in` to the format named `target` (see format_list). Throws errc::usage for an

@@ -9,8 +9,14 @@
 #include <string_view>
 #include <variant>
 
+#include "formats/bcsr.hpp"
+#include "formats/ccoo.hpp"
+#include "formats/cmrs.hpp"
 #include "formats/coo.hpp"
 #include "formats/csr.hpp"
+#include "formats/csr5.hpp"
+#include "formats/hyb.hpp"
+#include "formats/mbr.hpp"
 
 namespace spconv {
 
@@ -18,7 +24,10 @@ using any_matrix = std::variant<                                     //
     csr<float, std::int32_t>, csr<double, std::int32_t>,           //
     csr<float, std::int64_t>, csr<double, std::int64_t>,           //
     coo<float, std::int32_t>, coo<double, std::int32_t>,           //
-    coo<float, std::int64_t>, coo<double, std::int64_t>>;
+    coo<float, std::int64_t>, coo<double, std::int64_t>,           //
+    cmrs<float>, cmrs<double>, mbr<float>, mbr<double>,              //
+    csr5<float>, csr5<double>, bcsr<float>, bcsr<double>,            //
+    hyb<float>, hyb<double>, ccoo<float>, ccoo<double>>;
 
 struct format_description {
   std::string_view name, summary, paper;
@@ -28,6 +37,18 @@ struct format_description {
 inline constexpr std::array format_descriptions = {
     format_description{"csr", "compressed sparse row (canonical: sorted columns, no duplicates); binsparse CSR", ""},
     format_description{"coo", "coordinate triplets, row-sorted; binsparse COO", ""},
+    format_description{"cmrs", "compressed multi-row storage: strips of up to 16 rows, row-in-strip in the 4 low bits of the column word",
+                       "Koza et al., cmrs-koza.txt sec. 3-4, 6.7"},
+    format_description{"mbr", "mapped blocked row: r x c blocks with a bitmap of the stored entries, values of those only",
+                       "Kannan, mbr-kannan.txt sec. III-IV"},
+    format_description{"csr5", "CSR5: omega x sigma tiles with bit-packed descriptors for segmented-sum SpMV",
+                       "Liu, liu-thesis-csr5.txt sec. 6.3, 8.5"},
+    format_description{"bcsr", "blocked CSR: dense r x c blocks with explicit zero fill",
+                       "liu-thesis-csr5.txt sec. 5.4.4"},
+    format_description{"hyb", "hybrid: ELL part (column-major, padded) plus COO tail",
+                       "liu-thesis-csr5.txt sec. 5.3.1; Bell & Garland"},
+    format_description{"ccoo", "balanced and compressed COO: chunks of B x K entries, 8/16/32-bit column offsets, 256-value table",
+                       "Aliaga, Anzt et al., bccoo-aliaga-anzt.txt"},
 };
 
 inline constexpr auto format_list = [] {

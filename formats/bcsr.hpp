@@ -40,8 +40,8 @@ inline constexpr std::int32_t bcsr_max_block = 16;
 // min(2^31 - 1, 64 * (nnz + rows + 1) + 2^20). The first bound keeps positions in values
 // 32-bit; the second is the container's cap on any array length (specs/container.md), so
 // every valid BCSR can be written and read back. Conversions refuse larger fill.
-inline constexpr std::int64_t bcsr_max_values(std::int64_t nnz, std::int64_t rows) {
-  return std::min<std::int64_t>(std::numeric_limits<std::int32_t>::max(), 64 * (nnz + rows + 1) + (1 << 20));
+inline std::int64_t bcsr_max_values(std::int64_t nnz, std::int64_t rows) {
+  return std::min<std::int64_t>(std::numeric_limits<std::int32_t>::max(), container_array_cap(nnz, rows));
 }
 
 namespace bcsr_detail {

@@ -36,9 +36,7 @@ inline constexpr std::int32_t ell_padding = -1;
 // the container-wide dataset cap of specs/container.md, 64 * (nnz + rows + 1) + 2^20
 // elements, which readers enforce before allocating. Holding ELL to it means every valid
 // ELL/HYB can be written and read back; a wider ELL would be mostly padding anyway.
-inline constexpr std::int64_t ell_slot_cap(std::int64_t nnz, std::int64_t rows) {
-  return 64 * (nnz + rows + 1) + (std::int64_t{1} << 20);
-}
+inline std::int64_t ell_slot_cap(std::int64_t nnz, std::int64_t rows) { return container_array_cap(nnz, rows); }
 
 template <class V, class I = std::int32_t, class Space = host>
 struct ell {

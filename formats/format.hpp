@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,6 +66,20 @@ std::size_t bytes(const Fmt& m) {
   std::size_t total = 0;
   Fmt::for_each_array(m, [&](std::string_view, const auto& arr) { total += arr.size() * sizeof(arr[0]); });
   return total;
+}
+
+// The container's limit on any array's length (specs/container.md, section 2):
+// 64 * (nnz + rows + 1) + 2^20 elements, saturating instead of overflowing on the huge
+// shapes a lying file may declare. Readers enforce it before allocating; formats whose
+// padding or fill could pass it refuse such conversions, so every valid matrix can be
+// written and read back.
+inline std::int64_t container_array_cap(std::int64_t nnz, std::int64_t rows) {
+  std::int64_t sum = 0, scaled = 0, cap = 0;
+  if (__builtin_add_overflow(nnz, rows, &sum) || __builtin_add_overflow(sum, std::int64_t{1}, &sum) ||
+      __builtin_mul_overflow(sum, std::int64_t{64}, &scaled) ||
+      __builtin_add_overflow(scaled, std::int64_t{1} << 20, &cap))
+    return std::numeric_limits<std::int64_t>::max();
+  return cap;
 }
 
 // ---- helpers for validate(): one message shape for every format -----------------

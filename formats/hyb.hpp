@@ -62,16 +62,16 @@ struct hyb {
     std::remove_cvref_t<decltype(m.ell)>::for_each_array(m.ell, under("ell/"));
     std::remove_cvref_t<decltype(m.coo)>::for_each_array(m.coo, under("coo/"));
   }
-};
 
-// The parts' shape and the ELL width are not stored separately (the container keeps only
-// hyb's shape, params and arrays); a reader that filled those calls this before validate().
-template <class V, class I, class Space>
-void hyb_sync_parts(hyb<V, I, Space>& m) {
-  m.ell.rows = m.coo.rows = m.rows;
-  m.ell.cols = m.coo.cols = m.cols;
-  m.ell.params.width = m.params.ell_width;
-}
+  // The parts' shape and the ELL width are not stored separately (the container keeps only
+  // hyb's shape, params and arrays); generic readers call this after filling those and
+  // before validate().
+  static void sync_parts(hyb& m) {
+    m.ell.rows = m.coo.rows = m.rows;
+    m.ell.cols = m.coo.cols = m.cols;
+    m.ell.params.width = m.params.ell_width;
+  }
+};
 
 // Throws errc::bad_input naming the broken invariant (the list is in the comment above and
 // in specs/formats/hyb.md), including the ELL part's own invariants (formats/ell.hpp).

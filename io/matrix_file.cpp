@@ -28,8 +28,11 @@ matrix_file read_matrix_file(const fs::path& path, const read_options& opt) {
     const container_info info = read_container_info(path);
     out.meta = info.meta;
     out.matrix = read_container(path, opt.format);
-    if (opt.values && *opt.values != value_type_of(out.matrix))
-      out.matrix = convert(out.matrix, format_name(out.matrix), {.values = opt.values, .index = {}});
+    if (opt.values && *opt.values != value_type_of(out.matrix)) {
+      convert_options co;
+      co.values = opt.values;
+      out.matrix = convert(out.matrix, format_name(out.matrix), co);
+    }
     return out;
   }
   mtx_read_options mo;

@@ -279,7 +279,7 @@ TEST(HybArrays, PrefixedNamesAndRebuildFromStoredParts) {
     if (!bytes.empty()) std::memcpy(arr.data(), bytes.data(), bytes.size());
   });
   expect_error([&] { validate(b); }, errc::bad_input, "ell part has shape 0 x 0");
-  hyb_sync_parts(b);
+  std::remove_cvref_t<decltype(b)>::sync_parts(b);
   validate(b);
   EXPECT_TRUE(equal(a, b));
   EXPECT_TRUE(equal(a.ell, b.ell));
@@ -439,7 +439,7 @@ TEST(HybValidate, EllBeyondTheContainerCap) {
   hyb<float> h;
   h.rows = h.cols = 1;
   h.params.ell_width = (1 << 20) + 200;
-  hyb_sync_parts(h);
+  std::remove_cvref_t<decltype(h)>::sync_parts(h);
   h.ell.col_idx.assign(h.params.ell_width, -1);
   h.ell.values.assign(h.params.ell_width, 0.0f);
   expect_error([&] { validate(h); }, errc::bad_input, "beyond the container cap 64 * (nnz + rows + 1) + 2^20 = 1048704");

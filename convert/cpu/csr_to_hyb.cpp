@@ -65,7 +65,7 @@ hyb<V> csr_to_hyb(const csr<V, std::int32_t>& a, const hyb_params& requested) {
   out.rows = a.rows;
   out.cols = a.cols;
   out.params = p;
-  hyb_sync_parts(out);
+  hyb<V>::sync_parts(out);
   out.ell.col_idx.resize(rows * w);
   out.ell.values.resize(rows * w);
 

@@ -70,17 +70,6 @@ std::string_view binsparse_format(const Fmt& m) {
   return {};
 }
 
-// Section 2's limit on any dataset's length, 64 * (nnz + rows + 1) + 2^20, saturating
-// rather than overflowing on the huge shapes a lying file may declare.
-std::int64_t length_limit(std::int64_t nnz, std::int64_t rows) {
-  std::int64_t sum = 0, scaled = 0, limit = 0;
-  if (__builtin_add_overflow(nnz, rows, &sum) || __builtin_add_overflow(sum, std::int64_t{1}, &sum) ||
-      __builtin_mul_overflow(sum, std::int64_t{64}, &scaled) ||
-      __builtin_add_overflow(scaled, std::int64_t{1} << 20, &limit))
-    return std::numeric_limits<std::int64_t>::max();
-  return limit;
-}
-
 std::int64_t nnz_of(const any_matrix& m) {
   return std::visit([](const auto& x) { return x.nnz(); }, m);
 }
@@ -424,13 +413,13 @@ Fmt read_format(const source& s, hid_t file, const container_info& info) {
       s.lie(obj, "parameter '" + attr + "' = " + std::to_string(x) + " is out of its type's range");
     v = p;
   });
-  const std::int64_t limit = length_limit(info.nnz, info.rows);
+  const std::int64_t limit = container_array_cap(info.nnz, info.rows);
   Fmt::for_each_array(m, [&](std::string_view rel, auto& arr) {
     read_array<element_t<decltype(arr)>>(s, group, obj, std::string(rel), arr, limit);
   });
   // A format with derived members that are not stored (a composite's parts' shapes)
   // restores them from what was read (section 2).
-  if constexpr (requires { Fmt::after_read(m); }) Fmt::after_read(m);
+  if constexpr (requires { Fmt::sync_parts(m); }) Fmt::sync_parts(m);
   try {
     validate(m);
   } catch (const error& e) {
@@ -643,7 +632,7 @@ void write_container(const fs::path& path, const std::vector<any_matrix>& format
     } catch (const error& e) {
       fail(e.code(), p + ": " + e.what());
     }
-    const std::int64_t limit = length_limit(nnz, rows);
+    const std::int64_t limit = container_array_cap(nnz, rows);
     std::visit(
         [&](const auto& x) {
           std::remove_cvref_t<decltype(x)>::for_each_array(x, [&](std::string_view rel, const auto& arr) {

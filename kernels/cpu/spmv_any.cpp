@@ -1,7 +1,13 @@
 #include "kernels/cpu/spmv.hpp"
 
+#include "kernels/cpu/spmv_bcsr.hpp"
+#include "kernels/cpu/spmv_ccoo.hpp"
+#include "kernels/cpu/spmv_cmrs.hpp"
 #include "kernels/cpu/spmv_coo.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
+#include "kernels/cpu/spmv_csr5.hpp"
+#include "kernels/cpu/spmv_hyb.hpp"
+#include "kernels/cpu/spmv_mbr.hpp"
 
 namespace spconv::cpu {
 
