@@ -98,6 +98,16 @@ inline void validate(const any_matrix& m) {
   std::visit([](const auto& x) { validate(x); }, m);
 }
 
+// Same format, same types and bit-identical arrays and parameters.
+inline bool equal(const any_matrix& a, const any_matrix& b) {
+  return std::visit(
+      [](const auto& x, const auto& y) {
+        if constexpr (std::is_same_v<decltype(x), decltype(y)>) return equal(x, y);
+        else return false;
+      },
+      a, b);
+}
+
 // Bytes held by the arrays of whatever format the value holds.
 inline std::size_t bytes(const any_matrix& m) {
   return std::visit([](const auto& x) { return bytes(x); }, m);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -69,12 +70,8 @@ TEST(Cli, ConvertMtxToContainerAndBack) {
   ASSERT_EQ(again.code, 0) << again.err;
   // MTX -> CSR -> .h5 -> CSR -> MTX -> CSR: the same arrays at every step.
   auto direct = read_matrix_file(sample).matrix;
-  EXPECT_TRUE(std::visit([](const auto& x, const auto& y) {
-    if constexpr (std::is_same_v<decltype(x), decltype(y)>) return equal(x, y); else return false;
-  }, direct, read_matrix_file(d / "a.h5").matrix));
-  EXPECT_TRUE(std::visit([](const auto& x, const auto& y) {
-    if constexpr (std::is_same_v<decltype(x), decltype(y)>) return equal(x, y); else return false;
-  }, direct, read_matrix_file(d / "b.mtx").matrix));
+  EXPECT_TRUE(equal(direct, read_matrix_file(d / "a.h5").matrix));
+  EXPECT_TRUE(equal(direct, read_matrix_file(d / "b.mtx").matrix));
   expect_only(d.path, {"a.h5", "b.mtx", "c.h5"});
 }
 
@@ -187,4 +184,104 @@ TEST(Cli, FloatValueType) {
   EXPECT_EQ(j["value_type"], "float32");
   auto bad = test::run_spconv({sample.string(), "--to", "csr", "--type", "half", (d / "g.h5").string()});
   EXPECT_EQ(bad.code, 2);
+}
+
+// Convert, info and validate on every format, all formats in one container via --add.
+TEST(Cli, EveryFormatConvertsInfoAndValidates) {
+  test::temp_dir d;
+  const std::string h5 = (d / "all.h5").string();
+  const fs::path add32 = test::shared_dir() / "matrices/real/add32.mtx";
+  bool first = true;
+  for (auto name : format_list) {
+    std::vector<std::string> args = {add32.string(), "--to", std::string(name), h5};
+    if (!first) args.push_back("--add");
+    first = false;
+    auto r = test::run_spconv(args);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    // Each format alone in its own file too, and back to Matrix Market through it.
+    const std::string one = (d / (std::string(name) + ".h5")).string();
+    ASSERT_EQ(test::run_spconv({add32.string(), "--to", std::string(name), one}).code, 0);
+    const std::string back = (d / (std::string(name) + ".mtx")).string();
+    auto b = test::run_spconv({one, "--from", std::string(name), "--to", "csr", back});
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_TRUE(equal(read_matrix_file(back).matrix, read_matrix_file(add32).matrix)) << name;
+  }
+  auto v = test::run_spconv({"validate", h5, "--against", add32.string()});
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  for (auto name : format_list) EXPECT_NE(v.out.find(std::string(name) + ": ok"), std::string::npos) << v.out;
+  auto j = nlohmann::json::parse(test::run_spconv({"info", "--json", h5}).out);
+  ASSERT_EQ(j["formats"].size(), format_list.size());
+  for (const auto& f : j["formats"]) {
+    EXPECT_GT(f["raw_bytes"].get<std::uint64_t>(), 0u) << f["name"];
+    EXPECT_GT(f["bytes_vs_csr"].get<double>(), 0.0) << f["name"];
+    if (f["name"] == "bcsr") {
+      EXPECT_GE(f["figures"]["fill_ratio"].get<double>(), 1.0);
+    }
+    if (f["name"] == "csr5") {
+      EXPECT_EQ(f["params"]["omega"], 32);
+    }
+  }
+}
+
+TEST(Cli, FormatParametersReachTheFormat) {
+  test::temp_dir d;
+  const std::string h5 = (d / "p.h5").string();
+  ASSERT_EQ(test::run_spconv({sample.string(), "--to", "cmrs", "--height", "8", h5}).code, 0);
+  ASSERT_EQ(test::run_spconv({h5, "--to", "mbr", "--block", "2x4", "--add", h5}).code, 0);
+  ASSERT_EQ(test::run_spconv({h5, "--to", "csr5", "--omega", "16", "--sigma", "8", "--add", h5}).code, 0);
+  ASSERT_EQ(test::run_spconv({h5, "--to", "bcsr", "--block", "2x2", "--add", h5}).code, 0);
+  ASSERT_EQ(test::run_spconv({h5, "--to", "hyb", "--ell-width", "3", "--add", h5}).code, 0);
+  ASSERT_EQ(test::run_spconv({h5, "--to", "ccoo", "--chunk", "64x2", "--add", h5}).code, 0);
+  auto j = nlohmann::json::parse(test::run_spconv({"info", "--json", h5}).out);
+  std::map<std::string, nlohmann::json> p;
+  for (const auto& f : j["formats"]) p[f["name"]] = f["params"];
+  EXPECT_EQ(p["cmrs"]["height"], 8);
+  EXPECT_EQ(p["mbr"]["block_rows"], 2);
+  EXPECT_EQ(p["mbr"]["block_cols"], 4);
+  EXPECT_EQ(p["csr5"]["omega"], 16);
+  EXPECT_EQ(p["csr5"]["sigma"], 8);
+  EXPECT_EQ(p["bcsr"]["block_rows"], 2);
+  EXPECT_EQ(p["hyb"]["ell_width"], 3);
+  EXPECT_EQ(p["ccoo"]["chunk_b"], 64);
+  EXPECT_EQ(p["ccoo"]["chunk_k"], 2);
+  EXPECT_EQ(test::run_spconv({"validate", h5}).code, 0);
+}
+
+TEST(Cli, BadFormatParametersAreUsageErrors) {
+  test::temp_dir d;
+  const std::string h5 = (d / "p.h5").string();
+  for (auto args : std::vector<std::vector<std::string>>{{"--to", "mbr", "--block", "4by4"},
+                                                         {"--to", "mbr", "--block", "9x9"},
+                                                         {"--to", "cmrs", "--height", "17"},
+                                                         {"--to", "ccoo", "--chunk", "512x4"},
+                                                         {"--to", "csr5", "--omega", "-1"},
+                                                         {"--to", "hyb", "--ell-width", "-2"},
+                                                         {"--to", "csr5", "--csr5-for", "tpu"}}) {
+    args.insert(args.begin(), sample.string());
+    args.push_back(h5);
+    auto r = test::run_spconv(args);
+    EXPECT_TRUE(r.code == 2 || r.code == 5) << args[2] << " " << args[4] << ": " << r.code << " " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+  expect_only(d.path, {});
+}
+
+TEST(Cli, ValidateFailsOnADifferentMatrix) {
+  test::temp_dir d;
+  const std::string h5 = (d / "p.h5").string();
+  ASSERT_EQ(test::run_spconv({sample.string(), "--to", "hyb", h5}).code, 0);
+  auto r = test::run_spconv({"validate", h5, "--against", (test::shared_dir() / "matrices/real/add32.mtx").string()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.out.find("hyb: FAILED"), std::string::npos) << r.out;
+}
+
+TEST(Cli, AddRefusesADifferentMatrix) {
+  test::temp_dir d;
+  const std::string h5 = (d / "p.h5").string();
+  ASSERT_EQ(test::run_spconv({sample.string(), "--to", "csr", h5}).code, 0);
+  const std::string before = read_bytes(h5);
+  auto r = test::run_spconv({(test::shared_dir() / "matrices/real/add32.mtx").string(), "--to", "coo", "--add", h5});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(read_bytes(h5), before);
+  expect_only(d.path, {"p.h5"});
 }

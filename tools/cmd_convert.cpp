@@ -5,6 +5,7 @@
 #include "convert/graph.hpp"
 #include "io/matrix_file.hpp"
 #include "tools/commands.hpp"
+#include "tools/format_options.hpp"
 
 namespace spconv::cli {
 namespace fs = std::filesystem;
@@ -25,13 +26,16 @@ command add_convert(CLI::App& app) {
   sub->add_option("--compression", o->compression, "container datasets: none, zstd or zstd:LEVEL (1-22)")->capture_default_str();
   sub->add_flag("--force", o->force, "replace OUT if it exists");
   sub->add_flag("--add", o->add, "put the format into the existing container OUT, keeping its other formats");
+  auto params = add_format_options(*sub);
   sub->footer(
       "Examples:\n"
       "  spconv matrix.mtx --to csr matrix.h5\n"
       "  spconv matrix.mtx.gz --to coo --type float --compression zstd:9 matrix.h5\n"
+      "  spconv matrix.mtx --to csr5 matrix.h5\n"
+      "  spconv matrix.h5 --to hyb --ell-width 12 --add matrix.h5\n"
       "  spconv matrix.h5 --to csr back.mtx");
 
-  return {sub, [o] {
+  return {sub, [o, params] {
             // Everything that can be checked before reading the input is checked first.
             check_format_name(o->to);
             write_options wo;
@@ -48,6 +52,7 @@ command add_convert(CLI::App& app) {
             ro.format = o->from;
             convert_options co;
             if (!o->index.empty()) co.index = parse_index_type(o->index);
+            params(co);
 
             matrix_file f = read_matrix_file(o->in, ro);
             any_matrix result = convert(f.matrix, o->to, co);

@@ -3,6 +3,7 @@
 
 #include "formats/any_matrix.hpp"
 #include "tools/commands.hpp"
+#include "tools/format_options.hpp"
 
 namespace spconv::cli {
 
@@ -12,6 +13,9 @@ command add_formats(CLI::App& app) {
             for (const auto& d : format_descriptions) {
               std::cout << d.name << "  " << d.summary << "\n";
               if (!d.paper.empty()) std::cout << "    follows: " << d.paper << "\n";
+              for (const auto& p : format_option_docs)
+                if (p.format == d.name)
+                  std::cout << "    " << p.option << ": " << p.meaning << " (automatic: " << p.automatic << ")\n";
               std::cout << "    spec: specs/formats/" << d.name << ".md\n";
             }
             return 0;

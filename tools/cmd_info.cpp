@@ -6,6 +6,7 @@
 
 #include "convert/graph.hpp"
 #include "formats/csr_stats.hpp"
+#include "formats/describe.hpp"
 #include "io/matrix_file.hpp"
 #include "tools/commands.hpp"
 
@@ -48,7 +49,7 @@ command add_info(CLI::App& app) {
 
   return {sub, [o] {
             const bool is_h5 = detect_file_kind(o->file) == file_kind::hdf5;
-            nlohmann::json j;
+            nlohmann::ordered_json j;
             j["file"] = o->file;
             j["file_bytes"] = fs::file_size(o->file);
             j["kind"] = is_h5 ? "container" : "matrix-market";
@@ -72,13 +73,24 @@ command add_info(CLI::App& app) {
             j["row_length"] = {{"min", s.row_min}, {"mean", s.row_mean}, {"max", s.row_max}, {"stddev", s.row_stddev}};
             j["empty_rows"] = s.empty_rows;
             j["explicit_zeros"] = s.explicit_zeros;
-            j["formats"] = nlohmann::json::array();
+            const double csr_b =
+                static_cast<double>(csr_bytes(s.rows, s.nnz, value_type_of(f.matrix), index_type_of(f.matrix)));
+            j["csr_bytes"] = csr_b;
+            j["formats"] = nlohmann::ordered_json::array();
             for (const auto& sf : stored) {
+              // Loading validates the format; its parameters and figures come from it.
+              const any_matrix m = format_name(f.matrix) == sf.name ? f.matrix : read_container(o->file, sf.name);
+              nlohmann::ordered_json params = nlohmann::ordered_json::object(), figures = nlohmann::ordered_json::object();
+              for (const auto& [k, v] : params_of(m)) params[k] = v;
+              for (const auto& [k, v] : figures_of(m)) figures[k] = v;
               j["formats"].push_back({{"name", sf.name},
                                       {"version", sf.version},
+                                      {"params", params},
+                                      {"figures", figures},
                                       {"raw_bytes", sf.raw_bytes},
                                       {"stored_bytes", sf.stored_bytes},
-                                      {"bytes_per_nnz", s.nnz ? double(sf.raw_bytes) / double(s.nnz) : 0.0}});
+                                      {"bytes_per_nnz", s.nnz ? double(sf.raw_bytes) / double(s.nnz) : 0.0},
+                                      {"bytes_vs_csr", csr_b > 0 ? double(sf.raw_bytes) / csr_b : 0.0}});
             }
             if (o->json) {
               std::cout << j.dump(2) << "\n";
@@ -98,12 +110,17 @@ command add_info(CLI::App& app) {
             std::cout << "  zeros       " << s.explicit_zeros << " explicitly stored\n";
             if (is_h5) {
               std::cout << "  formats\n";
-              for (const auto& sf : stored)
-                std::cout << "    " << sf.name << " v" << sf.version << ": " << sf.raw_bytes << " bytes raw ("
-                          << fixed(s.nnz ? double(sf.raw_bytes) / double(s.nnz) : 0.0, 2) << " per entry), "
-                          << sf.stored_bytes << " bytes stored ("
-                          << fixed(sf.stored_bytes ? double(sf.raw_bytes) / double(sf.stored_bytes) : 0.0, 2)
-                          << "x compression)\n";
+              for (const auto& jf : j["formats"]) {
+                std::string extra;
+                for (const auto& [k, v] : jf["params"].items()) extra += (extra.empty() ? "" : ", ") + k + " " + v.dump();
+                for (const auto& [k, v] : jf["figures"].items())
+                  extra += (extra.empty() ? "" : ", ") + k + " " + fixed(v.get<double>(), 3);
+                std::cout << "    " << jf["name"].get<std::string>() << " v" << jf["version"].get<int>()
+                          << (extra.empty() ? "" : " (" + extra + ")") << ": " << jf["raw_bytes"].get<std::uint64_t>()
+                          << " bytes, " << fixed(jf["bytes_per_nnz"].get<double>(), 2) << " per entry, "
+                          << fixed(jf["bytes_vs_csr"].get<double>(), 2) << "x CSR; "
+                          << jf["stored_bytes"].get<std::uint64_t>() << " bytes stored\n";
+              }
             }
             return 0;
           }};

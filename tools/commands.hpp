@@ -15,5 +15,6 @@ struct command {
 command add_convert(CLI::App& app);
 command add_info(CLI::App& app);
 command add_formats(CLI::App& app);
+command add_validate(CLI::App& app);
 
 }  // namespace spconv::cli

@@ -12,17 +12,20 @@
 int main(int argc, char** argv) {
   using namespace spconv;
   CLI::App app{
-      "spconv " SPCONV_VERSION " - convert sparse matrices between CSR, COO and GPU formats and store them in HDF5\n"
+      "spconv " SPCONV_VERSION " - convert sparse matrices between CSR, COO, CMRS, MBR, CSR5, BCSR, HYB and compressed COO and store them in HDF5\n"
       "\n"
       "  spconv IN --to FORMAT OUT      convert (same as 'spconv convert ...')\n"
       "  spconv info FILE [--json]      shape, row lengths, stored formats and sizes\n"
+      "  spconv validate FILE [--against SOURCE]\n"
+      "                                 invariants and SpMV of every stored format vs the CSR reference\n"
       "  spconv formats                 the formats and their parameters\n"
       "\n"
       "Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O error, 5 unsupported, 6 device error.",
       "spconv"};
   app.set_version_flag("--version", "spconv " SPCONV_VERSION);
   app.require_subcommand(0, 1);
-  const std::vector<cli::command> commands = {cli::add_convert(app), cli::add_info(app), cli::add_formats(app)};
+  const std::vector<cli::command> commands = {cli::add_convert(app), cli::add_info(app), cli::add_validate(app),
+                                                cli::add_formats(app)};
 
   // `spconv IN --to FORMAT OUT` is `spconv convert IN --to FORMAT OUT`.
   std::vector<std::string> args(argv + 1, argv + argc);
