@@ -160,3 +160,14 @@ TEST(Equal, ComparesBitsNotValues) {
   auto nz = make_coo(1, 1, {{0, 0, -0.0}});
   EXPECT_FALSE(equal(z, nz));
 }
+
+// The worked example of specs/formats/csr.md and coo.md, arrays compared literally.
+TEST(CsrSpec, WorkedExample) {
+  auto a = make_coo(4, 5, {{2, 4, 40.0}, {0, 0, 10.0}, {3, 4, 50.0}, {2, 1, 30.0}, {0, 3, 20.0}, {2, 2, 0.0}});
+  auto c = cpu::coo_to_csr(a);
+  EXPECT_EQ(std::vector<int>(c.row_ptr.begin(), c.row_ptr.end()), (std::vector<int>{0, 2, 2, 5, 6}));
+  EXPECT_EQ(std::vector<int>(c.col_idx.begin(), c.col_idx.end()), (std::vector<int>{0, 3, 1, 2, 4, 4}));
+  EXPECT_EQ(std::vector<double>(c.values.begin(), c.values.end()), (std::vector<double>{10, 20, 30, 0, 40, 50}));
+  auto t = cpu::csr_to_coo(c);
+  EXPECT_EQ(std::vector<int>(t.row_idx.begin(), t.row_idx.end()), (std::vector<int>{0, 0, 2, 2, 2, 3}));
+}
