@@ -12,22 +12,13 @@
 #include "convert/cpu/bcsr.hpp"
 #include "kernels/cpu/spmv_bcsr.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
+#include "tests/support/expect.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
+using test::expect_error;
 
 namespace {
-
-template <class F>
-void expect_error(F&& f, errc code, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 // Canonical CSR from per-row (column, value) lists given in column order.
 csr<double, std::int32_t> make_csr(std::int64_t rows, std::int64_t cols,

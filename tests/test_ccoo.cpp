@@ -13,22 +13,13 @@
 #include "convert/cpu/ccoo.hpp"
 #include "kernels/cpu/spmv_ccoo.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
+#include "tests/support/expect.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
+using test::expect_error;
 
 namespace {
-
-template <class F>
-void expect_error(F&& f, errc code, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 using row_list = std::vector<std::vector<std::pair<int, double>>>;
 

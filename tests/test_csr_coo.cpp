@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include "convert/cpu/csr_coo.hpp"
+#include "tests/support/expect.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
+using test::expect_error;
 
 namespace {
 
@@ -19,17 +21,6 @@ coo<double, std::int32_t> make_coo(std::int64_t rows, std::int64_t cols,
     a.values.push_back(v);
   }
   return a;
-}
-
-template <class F>
-void expect_error(F&& f, errc code, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

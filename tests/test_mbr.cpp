@@ -12,22 +12,13 @@
 #include "convert/cpu/mbr.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/cpu/spmv_mbr.hpp"
+#include "tests/support/expect.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
+using test::expect_error;
 
 namespace {
-
-template <class F>
-void expect_error(F&& f, errc code, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 // Canonical CSR from (row, col, value) triplets listed in row-major order.
 csr<double, std::int32_t> from_triplets(std::int64_t rows, std::int64_t cols,
