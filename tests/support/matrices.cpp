@@ -1,13 +1,20 @@
 #include "tests/support/matrices.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <unistd.h>
 
 namespace spconv::test {
 namespace fs = std::filesystem;
 
-fs::path shared_dir() { return SPCONV_SHARED_DIR; }
+// SPCONV_SHARED_DIR in the environment overrides the configured path: the GPU machine runs
+// the test binary in a copy of the tree where ../shared is absent and the data travels
+// elsewhere (shared/tools/gpu-bundle --data).
+fs::path shared_dir() {
+  const char* env = std::getenv("SPCONV_SHARED_DIR");
+  return env && *env ? fs::path(env) : fs::path(SPCONV_SHARED_DIR);
+}
 fs::path source_dir() { return SPCONV_SOURCE_DIR; }
 fs::path binary_dir() { return SPCONV_BINARY_DIR; }
 

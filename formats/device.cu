@@ -1,0 +1,144 @@
+// Device memory, queries, error reporting and gpu_context: every plain CUDA runtime and
+// cuSPARSE handle call of spconv (kernels and converters add only their launches).
+#include <cuda_runtime.h>
+#include <cusparse.h>
+
+#include "formats/device.hpp"
+
+namespace spconv {
+
+void check_cuda(int status, std::string_view what) {
+  if (status == cudaSuccess) return;
+  const auto e = static_cast<cudaError_t>(status);
+  // Clears the runtime's last-error slot so that a recoverable failure (an allocation)
+  // is not reported again by the next unrelated check.
+  cudaGetLastError();
+  fail(errc::device, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+void check_cusparse(int status, std::string_view what) {
+  if (status == CUSPARSE_STATUS_SUCCESS) return;
+  const auto s = static_cast<cusparseStatus_t>(status);
+  fail(errc::device, std::string(what) + ": " + cusparseGetErrorName(s) + " (" + cusparseGetErrorString(s) + ")");
+}
+
+bool gpu_available() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device), "device " + std::to_string(device) + ": reading its properties");
+  return prop.name;
+}
+
+device_memory device_memory_info() {
+  device_memory m;
+  check_cuda(cudaMemGetInfo(&m.free, &m.total), "reading the device's free memory");
+  return m;
+}
+
+// ---- device_buffer ----------------------------------------------------------------
+
+void device_buffer::resize(std::size_t bytes, std::string_view what) {
+  if (bytes <= cap_) {
+    bytes_ = bytes;
+    return;
+  }
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    std::size_t free = 0, total = 0;
+    const bool known = cudaMemGetInfo(&free, &total) == cudaSuccess;
+    if (!known) cudaGetLastError();
+    fail(errc::device, std::string(what) + ": out of device memory (needed " + std::to_string(bytes) + " bytes, free " +
+                           (known ? std::to_string(free) : std::string("unknown")) + ")");
+  }
+  check_cuda(e, std::string(what) + ": allocating " + std::to_string(bytes) + " bytes");
+  if (bytes_ > 0) {
+    const cudaError_t c = cudaMemcpy(p, ptr_, bytes_, cudaMemcpyDeviceToDevice);
+    if (c != cudaSuccess) {
+      cudaFree(p);
+      check_cuda(c, std::string(what) + ": moving " + std::to_string(bytes_) + " bytes to the larger allocation");
+    }
+  }
+  release();
+  ptr_ = p;
+  bytes_ = cap_ = bytes;
+}
+
+void device_buffer::release() noexcept {
+  // cudaFree of a live pointer only fails when the context is already broken (a kernel
+  // fault reported elsewhere); a destructor cannot report it.
+  if (ptr_) cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = cap_ = 0;
+}
+
+void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) {
+  if (bytes == 0) return;
+  check_cuda(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice),
+             "copying " + std::to_string(bytes) + " bytes to the device");
+}
+
+void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) {
+  if (bytes == 0) return;
+  check_cuda(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost),
+             "copying " + std::to_string(bytes) + " bytes from the device");
+}
+
+// ---- gpu_context ------------------------------------------------------------------
+
+struct gpu_context::impl {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cusparseHandle_t sparse = nullptr;
+  device_buffer work;
+
+  ~impl() {
+    work.release();
+    if (sparse) cusparseDestroy(sparse);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+gpu_context::gpu_context(int device) : p_(std::make_unique<impl>()) {
+  p_->device = device;
+  const std::string what = "gpu_context on device " + std::to_string(device);
+  check_cuda(cudaSetDevice(device), what + ": selecting the device");
+  check_cuda(cudaStreamCreate(&p_->stream), what + ": creating a stream");
+}
+
+gpu_context::~gpu_context() = default;
+gpu_context::gpu_context(gpu_context&&) noexcept = default;
+gpu_context& gpu_context::operator=(gpu_context&&) noexcept = default;
+
+int gpu_context::device() const { return p_->device; }
+void* gpu_context::stream() const { return p_->stream; }
+
+void* gpu_context::cusparse() {
+  if (!p_->sparse) {
+    check_cusparse(cusparseCreate(&p_->sparse), "gpu_context: creating the cuSPARSE handle");
+    check_cusparse(cusparseSetStream(p_->sparse, p_->stream), "gpu_context: binding cuSPARSE to the stream");
+  }
+  return p_->sparse;
+}
+
+void* gpu_context::workspace(std::size_t bytes) {
+  if (bytes > p_->work.capacity()) {
+    synchronize();
+    p_->work.release();
+    p_->work.resize(bytes, "gpu_context workspace");
+  }
+  return p_->work.data();
+}
+
+void gpu_context::synchronize() { check_cuda(cudaStreamSynchronize(p_->stream), "waiting for the GPU stream"); }
+
+}  // namespace spconv

@@ -1,0 +1,77 @@
+// The GPU: device queries, CUDA/cuSPARSE error reporting and gpu_context, the stream,
+// library handle and scratch memory that the GPU kernels and converters run with
+// (specs/gpu.md). No CUDA types in this header (handles are opaque pointers), so .cpp
+// files use it with g++; only CUDA builds (SPCONV_HAVE_CUDA) declare it.
+#pragma once
+#ifdef SPCONV_HAVE_CUDA
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "formats/device_array.hpp"
+#include "formats/error.hpp"
+
+namespace spconv {
+
+// Whether the CUDA runtime sees a usable device. Never throws: no driver, no device or a
+// driver too old for the runtime all answer false.
+bool gpu_available();
+
+// The device's name as the driver reports it (e.g. "NVIDIA H100 80GB HBM3").
+// errc::device when there is no such device.
+std::string device_name(int device = 0);
+
+struct device_memory {
+  std::size_t free = 0, total = 0;  // bytes, of the current device
+};
+device_memory device_memory_info();
+
+// Throw spconv::error(errc::device, "<what>: <error name> (<description>)") unless status
+// is success. They take the status as an int (cudaError_t, cusparseStatus_t) so that this
+// header needs no CUDA include.
+void check_cuda(int status, std::string_view what);
+void check_cusparse(int status, std::string_view what);
+
+// Blocks for a grid-stride kernel over `work` items, `threads` per block: enough blocks to
+// cover the work, capped because each thread loops over the rest.
+inline unsigned launch_blocks(std::int64_t work, int threads) {
+  const std::int64_t blocks = (work + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, std::int64_t{1} << 20));
+}
+
+// What GPU work runs with: a CUDA stream (kernels and library calls are queued on it, in
+// order), a cuSPARSE handle bound to that stream (created on first use: most work never
+// needs it) and one scratch allocation reused across calls. Not thread-safe: one context per
+// host thread. The stream is a blocking stream, so the synchronous copies of
+// device_array/to_device/to_host (legacy default stream) are ordered with its work.
+class gpu_context {
+ public:
+  // Makes `device` current for the calling thread and creates the stream. errc::device when
+  // no such device exists.
+  explicit gpu_context(int device = 0);
+  ~gpu_context();
+  gpu_context(gpu_context&&) noexcept;
+  gpu_context& operator=(gpu_context&&) noexcept;
+  gpu_context(const gpu_context&) = delete;
+  gpu_context& operator=(const gpu_context&) = delete;
+
+  int device() const;
+  void* stream() const;  // the cudaStream_t
+  void* cusparse();      // the cusparseHandle_t
+  // Scratch device memory of at least `bytes`, valid until the next workspace() call. Grows
+  // (after waiting for the stream, whose queued work may still use the old block), never
+  // shrinks.
+  void* workspace(std::size_t bytes);
+  // Waits for everything queued on the stream; errc::device if any of it failed.
+  void synchronize();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
+
+}  // namespace spconv
+#endif  // SPCONV_HAVE_CUDA
