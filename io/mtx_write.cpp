@@ -1,16 +1,15 @@
 // Matrix Market writer: "matrix coordinate real general", values in the shortest form that
 // reads back to the same bits, formatted in parallel, written atomically.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <vector>
 
 #include "formats/parallel.hpp"
+#include "io/atomic_file.hpp"
 #include "io/mtx_detail.hpp"
 
 namespace spconv {
@@ -18,64 +17,45 @@ namespace {
 namespace fs = std::filesystem;
 using mtx_detail::fail_errno;
 
-// A new file ".NAME.tmp.PID.N" beside the target, renamed onto it by commit(); removed
-// by the destructor otherwise, so a failure never leaves a partial target behind.
-class temp_file {
+// The temporary file (io/atomic_file.hpp) opened for writing: created exclusively, so an
+// existing file is never truncated; renamed onto the target by commit(), removed otherwise,
+// so a failure never leaves a partial target behind.
+class output {
  public:
-  explicit temp_file(const fs::path& target) : target_(target) {
-    if (target.filename().empty()) fail(errc::io, target.string() + ": not a file name");
+  explicit output(const fs::path& target) : file_(target) {
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    static std::atomic<unsigned> counter{0};
-    for (;;) {
-      // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
-      std::string name = ".";
-      name += target.filename().string();
-      name += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-      path_ = dir / name;
-      // 0666 so that the umask decides the final permissions, as for any new file.
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ >= 0) return;
-      if (errno != EEXIST) fail_errno(target, "cannot create a temporary file in '" + dir.string() + "'");
-    }
+    // 0666 so that the umask decides the final permissions, as for any new file.
+    fd_ = ::open(file_.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0) fail_errno(target, "cannot create a temporary file in '" + dir.string() + "'");
   }
-  ~temp_file() {
+  ~output() {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
   }
-  temp_file(const temp_file&) = delete;
-  temp_file& operator=(const temp_file&) = delete;
+  output(const output&) = delete;
+  output& operator=(const output&) = delete;
 
   void write(const char* p, std::size_t n) {
     while (n > 0) {
       ssize_t w = ::write(fd_, p, n);
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) fail_errno(target_, "cannot write");
+      if (w < 0) fail_errno(file_.target(), "cannot write");
       p += w;
       n -= static_cast<std::size_t>(w);
     }
   }
 
+  // write_mtx replaces an existing target, like any file writer; refusing to is the
+  // caller's decision (the CLI's --force).
   void commit() {
-    if (::fsync(fd_) != 0) fail_errno(target_, "cannot flush to disk");
     const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) fail_errno(target_, "cannot close");
-    if (::rename(path_.c_str(), target_.c_str()) != 0) fail_errno(target_, "cannot rename the temporary file onto it");
-    committed_ = true;
-    // Make the rename itself durable. The file is complete and in place by now, so a
-    // directory that cannot be synced (some file systems refuse) is not an error.
-    const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)::fsync(dfd);
-      ::close(dfd);
-    }
+    if (::close(fd) != 0) fail_errno(file_.target(), "cannot close");
+    file_.commit(/*replace=*/true);
   }
 
  private:
-  fs::path target_, path_;
+  atomic_file file_;
   int fd_ = -1;
-  bool committed_ = false;
 };
 
 // Two indices of up to 19 digits, a value (to_chars needs at most 24 characters for a
@@ -108,7 +88,7 @@ struct csr_rows {
 template <class V, class I, class Rows>
 void write_matrix(const fs::path& path, std::int64_t rows, std::int64_t cols, std::int64_t nnz, const Rows& row_of,
                   const I* col_idx, const V* values) {
-  temp_file f(path);
+  output f(path);
   const std::string head = "%%MatrixMarket matrix coordinate real general\n% written by spconv\n" +
                            std::to_string(rows) + " " + std::to_string(cols) + " " + std::to_string(nnz) + "\n";
   f.write(head.data(), head.size());

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "formats/error.hpp"
+#include "io/atomic_file.hpp"
 #include "tools/commands.hpp"
 
 int main(int argc, char** argv) {
   using namespace spconv;
+  install_cleanup_on_signals();  // an interrupted write leaves no temporary file behind
   CLI::App app{
       "spconv " SPCONV_VERSION " - convert sparse matrices between CSR, COO, CMRS, MBR, CSR5, BCSR, HYB and compressed COO and store them in HDF5\n"
       "\n"

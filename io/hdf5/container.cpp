@@ -12,17 +12,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
+#include "io/atomic_file.hpp"
 #include "io/hdf5/h5.hpp"
 #include "io/hdf5/zstd_filter.hpp"
 
@@ -492,80 +491,16 @@ void write_format(hid_t file, const Fmt& m, const compression& comp) {
 
 // ---- section 5: the temporary file and its atomic rename ------------------------------------
 
-class temp_file {
- public:
-  explicit temp_file(const fs::path& target) : target_(target) {}
-  temp_file(const temp_file&) = delete;
-  temp_file& operator=(const temp_file&) = delete;
-  // Whatever happened, a temporary file that was not renamed into place goes.
-  ~temp_file() {
-    if (!path_.empty() && !committed_) {
-      std::error_code ec;
-      fs::remove(path_, ec);
-    }
-  }
-
-  // Creates <dir>/.<name>.tmp-XXXXXX exclusively (HDF5's H5F_ACC_EXCL is O_EXCL), so an
-  // existing file is never truncated; the usual 0666 & ~umask permissions follow.
-  h5::handle create() {
-    static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    std::random_device rd;
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      std::string suffix(6, 'x');
-      for (auto& c : suffix) c = alphabet[rd() % (sizeof(alphabet) - 1)];
-      std::string leaf(1, '.');
-      leaf += target_.filename().string();
-      leaf += ".tmp-";
-      leaf += suffix;
-      const fs::path candidate = target_.parent_path() / leaf;
-      std::error_code ec;
-      if (fs::exists(candidate, ec)) continue;
-      const hid_t id = H5Fcreate(candidate.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
-      if (id >= 0) {
-        path_ = candidate;
-        return h5::handle(id, H5Fclose);
-      }
-      const std::string detail = h5::innermost_error();
-      if (fs::exists(candidate, ec)) fs::remove(candidate, ec);  // a half-created file of ours
-      fail(errc::io, target_.string() + ": cannot create the temporary file " + candidate.string() + " (" + detail + ")");
-    }
-    fail(errc::io, target_.string() + ": cannot find a free temporary file name beside it");
-  }
-
-  // fsync, then rename onto the target. Without `replace` the rename refuses an
-  // existing target (one that appeared since the caller checked).
-  void commit(bool replace) {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      const int e = errno;
-      if (fd >= 0) ::close(fd);
-      fail(errc::io, target_.string() + ": cannot sync " + path_.string() + ": " + errno_text(e));
-    }
-    ::close(fd);
-    int r = replace ? std::rename(path_.c_str(), target_.c_str())
-                    : ::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE);
-    // File systems without RENAME_NOREPLACE: the existence check before writing stands.
-    if (r != 0 && !replace && errno == EINVAL) r = std::rename(path_.c_str(), target_.c_str());
-    if (r != 0) {
-      const int e = errno;
-      if (e == EEXIST) fail(errc::usage, target_.string() + " exists (use --force)");
-      fail(errc::io, target_.string() + ": cannot rename " + path_.string() + " onto it: " + errno_text(e));
-    }
-    committed_ = true;
-    // Makes the rename itself durable. Best effort: some file systems refuse to fsync a
-    // directory, and the file is already complete and in place.
-    const fs::path dir = target_.parent_path().empty() ? fs::path(".") : target_.parent_path();
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  fs::path target_, path_;
-  bool committed_ = false;
-};
+// Creates the temporary file exclusively (HDF5's H5F_ACC_EXCL is O_EXCL), so an existing
+// file is never truncated; the usual 0666 & ~umask permissions follow. A half-created file
+// goes with `tmp`.
+h5::handle create_temporary(const atomic_file& tmp) {
+  const hid_t id = H5Fcreate(tmp.path().c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0)
+    fail(errc::io, tmp.target().string() + ": cannot create the temporary file " + tmp.path().string() + " (" +
+                       h5::innermost_error() + ")");
+  return h5::handle(id, H5Fclose);
+}
 
 h5::handle open_for_read(const source& s) {
   // Distinguishes "cannot open" (I/O) from "not HDF5" (bad input), which HDF5 conflates.
@@ -673,9 +608,9 @@ void write_container(const fs::path& path, const std::vector<any_matrix>& format
   }
 
   // Step 3: write beside the target, then rename; the temp file goes on any failure.
-  temp_file tmp(path);
+  atomic_file tmp(path);
   try {
-    h5::handle file = tmp.create();
+    h5::handle file = create_temporary(tmp);
     write_root(file, rows, cols, nnz, vt, it, root);
     if (!keep.empty()) {
       h5::handle src = h5::own_file(H5Fopen(p.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "reopening to copy its groups");
