@@ -37,7 +37,12 @@ double spmv_max_rel_error(const csr<V, I>& a, V alpha, const V* x, V beta, const
       ref += static_cast<double>(beta) * static_cast<double>(y0[r]);
       scale += std::fabs(static_cast<double>(beta) * static_cast<double>(y0[r]));
     }
-    double diff = std::fabs(static_cast<double>(y_test[r]) - ref);
+    // Products in V's subnormal range err absolutely, not relatively (Higham, Accuracy and
+    // Stability, eq. 2.8): each of the row's len + 2 products may be off by up to the
+    // smallest subnormal of V, whatever the row's scale.
+    const double underflow = static_cast<double>(a.row_ptr[r + 1] - a.row_ptr[r] + 2) *
+                             static_cast<double>(std::numeric_limits<V>::denorm_min());
+    double diff = std::max(0.0, std::fabs(static_cast<double>(y_test[r]) - ref) - underflow);
     double err = scale > 0 ? diff / scale : (diff == 0 ? 0.0 : std::numeric_limits<double>::infinity());
     if (std::isnan(err)) return std::numeric_limits<double>::infinity();
     worst = std::max(worst, err);

@@ -12,7 +12,9 @@ void spmv(const csr<V, I>& a, V alpha, const V* x, V beta, V* y);
 
 // How far y_test is from the reference product, per row, in units of that row's
 // rounding scale: err_i = |y_test_i - y_ref_i| / (|alpha| * sum_j |a_ij x_j| + |beta y0_i|)
-// (computed in double). Rows whose scale is 0 must match exactly (err = inf otherwise).
+// (computed in double), after forgiving each of the row's len + 2 products one smallest
+// subnormal of V (underflow errs absolutely). Rows whose scale is 0 must match to within
+// that (err = inf otherwise).
 // Returns the maximum over rows (infinity if any row is NaN).
 template <class V, class I>
 double spmv_max_rel_error(const csr<V, I>& a, V alpha, const V* x, V beta, const V* y0, const V* y_test);
