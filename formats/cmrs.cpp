@@ -135,7 +135,7 @@ void validate(const cmrs<V, std::int32_t, host>& m) {
   check_shape(fmt, m.rows, m.cols, std::numeric_limits<std::int32_t>::max());
   if (m.cols > cmrs_max_cols)
     invalid(fmt, std::to_string(m.cols) +
-                     " columns exceed the 28-bit column field (at most 2^28 = " + std::to_string(cmrs_max_cols) + ")");
+                     " columns exceed the 28-bit column field (sec. 4: fewer than 2^28 columns)");
   check_params(m.params);
   const std::int64_t strips = cmrs_strips(m.rows, m.params.height);
   check_length(fmt, "strip_ptr", m.strip_ptr, static_cast<std::size_t>(strips) + 1);

@@ -33,7 +33,8 @@ namespace spconv {
 
 inline constexpr int cmrs_row_bits = 4;                               // CMRS_BITS, sec. 4
 inline constexpr int cmrs_max_height = 1 << cmrs_row_bits;            // 16, sec. 4
-inline constexpr std::int64_t cmrs_max_cols = std::int64_t{1} << 28;  // 32 - CMRS_BITS column bits
+// Sec. 4: the 28-bit column field serves "matrices with less than 2^28 columns".
+inline constexpr std::int64_t cmrs_max_cols = (std::int64_t{1} << 28) - 1;
 inline constexpr int cmrs_warp = 32;                                  // WARP_SIZE: slots per chunk
 
 struct cmrs_params {

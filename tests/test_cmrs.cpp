@@ -238,10 +238,10 @@ TEST(CmrsParams, BadRequestsAreUsageErrors) {
 TEST(CmrsRefuses, MoreThan2Pow28Columns) {
   csr<double, std::int32_t> a;
   a.rows = 2;
-  a.cols = (std::int64_t{1} << 28) + 1;
+  a.cols = std::int64_t{1} << 28;
   a.row_ptr = {0, 0, 0};
   expect_error([&] { cpu::csr_to_cmrs(a, P(0, 0)); }, errc::unsupported, "28-bit column field");
-  a.cols = std::int64_t{1} << 28;  // columns 0 .. 2^28 - 1 fit
+  a.cols = (std::int64_t{1} << 28) - 1;  // the paper's limit: fewer than 2^28 columns
   EXPECT_NO_THROW(validate(cpu::csr_to_cmrs(a, P(0, 0))));
 }
 
@@ -268,7 +268,7 @@ TEST(CmrsValidate, NegativeShape) {
 
 TEST(CmrsValidate, ColumnsBeyond28Bits) {
   auto m = basic();
-  m.cols = (std::int64_t{1} << 28) + 1;
+  m.cols = std::int64_t{1} << 28;
   expect_error([&] { validate(m); }, errc::bad_input, "28-bit column field");
 }
 

@@ -201,8 +201,7 @@ cmrs<V> csr_to_cmrs(const csr<V, std::int32_t>& a, const cmrs_params& requested)
   out.params = resolve_cmrs_params(a, requested);
   if (a.cols > cmrs_max_cols)
     fail(errc::unsupported, "cmrs: " + std::to_string(a.cols) +
-                                " columns do not fit the 28-bit column field (sec. 4: at most 2^28 = " +
-                                std::to_string(cmrs_max_cols) + " columns)");
+                                " columns do not fit the 28-bit column field (sec. 4: fewer than 2^28 columns)");
   out.rows = a.rows;
   out.cols = a.cols;
   const std::int64_t strips = cmrs_strips(a.rows, out.params.height);

@@ -112,9 +112,9 @@ std::vector<generated> generator_set() {
                  if (r % 4 == 1 || r % 7 == 0) return;
                  for (std::int64_t c = r % 5; c < 301; c += 37 + r % 11) cs.push_back(c);
                })});
-  // Columns near the CMRS limit (28-bit column field): the last columns below 2^28.
-  g.push_back({"cols_near_2pow28", build(9, (std::int64_t{1} << 28), [](std::int64_t r, auto& cs) {
-                 cs.push_back((std::int64_t{1} << 28) - 1 - r);
+  // Columns at the CMRS limit (28-bit column field, fewer than 2^28 columns): the last ones.
+  g.push_back({"cols_near_2pow28", build(9, (std::int64_t{1} << 28) - 1, [](std::int64_t r, auto& cs) {
+                 cs.push_back((std::int64_t{1} << 28) - 2 - r);
                  cs.push_back(r * 1000);
                })});
   return g;
