@@ -1,0 +1,117 @@
+// MBR -> canonical CSR on the GPU (shared/papers/mbr-kannan.txt sec. III; specs/formats/mbr.md,
+// section "GPU"). The result equals cpu::mbr_to_csr bit for bit.
+// One thread per matrix row, the same walk as the GPU SpMV (kernels/gpu/spmv_mbr.cu): row
+// i of block row br visits the blocks of br in stored order (increasing block column) and
+// takes its slice of each bitmap (bits i*c .. i*c + c - 1, convert/gpu/mbr_rows.cuh); its
+// values in a block start after the block's lower set bits. Pass 1 counts each row's set
+// bits, an exclusive scan (cub) gives row_ptr, pass 2 writes each row's columns and values in
+// increasing column, which is canonical CSR. Rows are independent and each is written by one
+// thread, so the result is deterministic.
+#include <cuda_runtime.h>
+
+#include <cub/device/device_scan.cuh>
+#include <string>
+
+#include "convert/gpu/mbr.hpp"
+#include "convert/gpu/mbr_rows.cuh"
+#include "formats/instantiate.hpp"
+
+namespace spconv::gpu {
+namespace {
+
+using I = std::int32_t;
+constexpr int block_threads = 256;
+
+__device__ __forceinline__ std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+// Block b's bitmap: w little-endian bytes.
+__device__ __forceinline__ std::uint64_t load_bitmap(const std::uint8_t* bitmaps, std::int64_t b, int w) {
+  std::uint64_t map = 0;
+  for (int byte = 0; byte < w; ++byte) map |= static_cast<std::uint64_t>(bitmaps[b * w + byte]) << (8 * byte);
+  return map;
+}
+
+// length[row] = the row's set bits over its block row; length[rows] = 0 (the scan's total).
+__global__ void row_lengths(std::int64_t rows, int r, int c, int w, const I* block_row_ptr,
+                            const std::uint8_t* bitmaps, I* length) {
+  for (std::int64_t row = first_index(); row <= rows; row += grid_stride()) {
+    if (row == rows) {
+      length[row] = 0;
+      continue;
+    }
+    const std::int64_t br = row / r;
+    const int i = static_cast<int>(row - br * r);
+    I n = 0;
+    for (I b = block_row_ptr[br]; b < block_row_ptr[br + 1]; ++b)
+      n += __popcll(mbr_row_of(load_bitmap(bitmaps, b, w), i, c).cols);
+    length[row] = n;
+  }
+}
+
+template <class V>
+__global__ void write_rows(std::int64_t rows, int r, int c, int w, const I* block_row_ptr, const I* block_col_idx,
+                           const std::uint8_t* bitmaps, const I* value_ptr, const V* values, const I* row_ptr,
+                           I* col_idx, V* out_values) {
+  for (std::int64_t row = first_index(); row < rows; row += grid_stride()) {
+    const std::int64_t br = row / r;
+    const int i = static_cast<int>(row - br * r);
+    I k = row_ptr[row], v = value_ptr[br];
+    for (I b = block_row_ptr[br]; b < block_row_ptr[br + 1]; ++b) {
+      const std::uint64_t map = load_bitmap(bitmaps, b, w);
+      const mbr_row_bits part = mbr_row_of(map, i, c);
+      const I base = block_col_idx[b] * c;
+      I u = v + part.before;
+      for (std::uint64_t bits = part.cols; bits; bits &= bits - 1, ++k, ++u) {
+        col_idx[k] = base + (__ffsll(static_cast<long long>(bits)) - 1);
+        out_values[k] = values[u];
+      }
+      v += __popcll(map);
+    }
+  }
+}
+
+void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::mbr_to_csr: ") + what); }
+
+}  // namespace
+
+template <class V>
+csr<V, I, device> mbr_to_csr(const mbr<V, I, device>& a, gpu_context& ctx) {
+  const int r = a.params.block_rows, c = a.params.block_cols, w = a.params.bitmap_bytes;
+  if (r < 1 || c < 1 || r * c > 64 || w != mbr_bitmap_bytes(static_cast<std::int64_t>(r) * c))
+    fail(errc::usage, "gpu::mbr_to_csr: block size " + std::to_string(r) + " x " + std::to_string(c) +
+                          " with bitmap_bytes " + std::to_string(w) + " is not a valid mbr block");
+  const auto s = static_cast<cudaStream_t>(ctx.stream());
+  const std::int64_t nnz = a.nnz();
+  csr<V, I, device> out;
+  out.rows = a.rows;
+  out.cols = a.cols;
+  out.row_ptr.resize(a.rows + 1);
+  out.col_idx.resize(nnz);
+  out.values.resize(nnz);
+  device_array<I> length(a.rows + 1);
+  const unsigned row_blocks = launch_blocks(a.rows + 1, block_threads);
+  row_lengths<<<row_blocks, block_threads, 0, s>>>(a.rows, r, c, w, a.block_row_ptr.data(), a.bitmaps.data(),
+                                                   length.data());
+  check_launch("counting row lengths");
+  std::size_t bytes = 0;
+  check_cuda(cub::DeviceScan::ExclusiveSum(nullptr, bytes, length.data(), out.row_ptr.data(), a.rows + 1, s),
+             "gpu::mbr_to_csr: sizing the scan");
+  check_cuda(
+      cub::DeviceScan::ExclusiveSum(ctx.workspace(bytes), bytes, length.data(), out.row_ptr.data(), a.rows + 1, s),
+      "gpu::mbr_to_csr: building row_ptr");
+  write_rows<<<row_blocks, block_threads, 0, s>>>(a.rows, r, c, w, a.block_row_ptr.data(), a.block_col_idx.data(),
+                                                  a.bitmaps.data(), a.value_ptr.data(), a.values.data(),
+                                                  out.row_ptr.data(), out.col_idx.data(), out.values.data());
+  check_launch("writing rows");
+  ctx.synchronize();
+  return out;
+}
+
+#define SPCONV_INST(V) template csr<V, I, device> mbr_to_csr<V>(const mbr<V, I, device>&, gpu_context&);
+SPCONV_FOR_VALUE(SPCONV_INST)
+#undef SPCONV_INST
+
+}  // namespace spconv::gpu

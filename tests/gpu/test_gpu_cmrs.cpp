@@ -1,0 +1,291 @@
+// CMRS on the GPU: CSR <-> CMRS conversions against the CPU converters, byte for byte, and
+// the warp-per-strip SpMV kernels (basic and sec. 6.7 modified) against the CSR reference
+// within its tolerance and against the CPU CMRS reference bit for bit, on the generated and
+// the shared real matrices. Every test skips on a machine without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "convert/cpu/cmrs.hpp"
+#include "convert/gpu/cmrs.hpp"
+#include "formats/device.hpp"
+#include "io/matrix_file.hpp"
+#include "kernels/cpu/spmv_cmrs.hpp"
+#include "kernels/cpu/spmv_csr.hpp"
+#include "kernels/gpu/spmv_cmrs.hpp"
+#include "tests/support/expect.hpp"
+#include "tests/support/matrices.hpp"
+
+using namespace spconv;
+using test::expect_error;
+
+namespace {
+
+using I = std::int32_t;
+
+// The generated matrix whose x alone would take 2^28 elements: left out of the SpMV tests.
+constexpr std::string_view huge_cols = "cols_near_2pow28";
+
+cmrs_params P(int height, int modulo, bool sort_columns = false) {
+  cmrs_params p;
+  p.height = height;
+  p.modulo = modulo;
+  p.sort_columns = sort_columns;
+  return p;
+}
+
+// Requests (resolved on the host before the GPU sees them): automatic, the edges of height,
+// column order, and the sec. 6.7 layout with every modulo (height * modulo == 32 exactly
+// included, and heights that divide nothing).
+const std::vector<cmrs_params> requests = {P(0, 0),  P(1, 32), P(16, 32), P(3, 32, true), P(16, 0, true), P(0, 8),
+                                           P(16, 2), P(2, 16), P(4, 8),   P(5, 8),        P(16, 4),       P(7, 16)};
+
+std::string describe(const cmrs_params& p) {
+  return "height " + std::to_string(p.height) + " modulo " + std::to_string(p.modulo) +
+         (p.sort_columns ? " sorted" : "");
+}
+
+struct named_csr {
+  std::string name;
+  csr<double, I> a;
+};
+
+// The shared real matrices spconv reads (the complex one is refused: errc::unsupported),
+// parsed once for the whole binary.
+const std::vector<named_csr>& real_inputs() {
+  static const std::vector<named_csr> all = [] {
+    std::vector<named_csr> v;
+    for (const auto& p : test::real_matrices()) {
+      try {
+        v.push_back({p.filename().string(), std::get<csr<double, I>>(read_matrix_file(p).matrix)});
+      } catch (const error& e) {
+        if (e.code() != errc::unsupported) throw;
+      }
+    }
+    return v;
+  }();
+  return all;
+}
+
+// The spec's worked example (specs/formats/cmrs.md): an empty row, a stored zero.
+csr<double, I> example() {
+  csr<double, I> a;
+  a.rows = a.cols = 6;
+  a.row_ptr = {0, 2, 5, 5, 8, 10, 13};
+  a.col_idx = {0, 2, 1, 3, 5, 0, 2, 4, 1, 5, 0, 1, 2};
+  a.values = {1, 2, 3, 4, 5, 6, 0, 7, 8, 9, 10, 11, 12};
+  return a;
+}
+
+template <class V>
+std::int64_t max_row_length(const csr<V, I>& a) {
+  std::int64_t m = 0;
+  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
+  return m;
+}
+
+// Deterministic, varied, exactly representable in float: errors come from the kernels only.
+template <class V>
+std::vector<V> test_vector(std::int64_t n, int salt) {
+  std::vector<V> v(n);
+  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
+  return v;
+}
+
+template <class T>
+std::vector<T> download(const device_array<T>& d) {
+  std::vector<T> h(d.size());
+  d.download(h.data());
+  return h;
+}
+
+template <class V>
+bool same_bits(const std::vector<V>& a, const std::vector<V>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(V)) == 0);
+}
+
+// Both directions, every request: GPU CSR -> CMRS equals the CPU's, and GPU CMRS -> CSR of the
+// CPU's CMRS equals the CPU's inverse.
+template <class V>
+void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
+  SCOPED_TRACE(std::string(type_name<V>()));
+  const csr<V, I> a = test::cast_values<V>(src);
+  const auto d = to_device(a);
+  for (const cmrs_params& req : requests) {
+    SCOPED_TRACE(describe(req));
+    const cmrs<V> want = cpu::csr_to_cmrs(a, req);
+    EXPECT_TRUE(equal(to_host(gpu::csr_to_cmrs(d, cpu::resolve_cmrs_params(a, req), ctx)), want));
+    EXPECT_TRUE(equal(to_host(gpu::cmrs_to_csr(to_device(want), ctx)), cpu::cmrs_to_csr(want)));
+  }
+}
+
+// y = alpha*A*x + beta*y for (alpha, beta) = (1, 0) on a y of NaN (which must not be read) and
+// (-0.5, 2): within the CSR reference's tolerance, and the CPU CMRS reference's bits.
+template <class V>
+void check_spmv_of(const csr<V, I>& a, const cmrs<V>& m, gpu_context& ctx) {
+  const auto dm = to_device(m);
+  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
+  device_array<V> dx, dy;
+  dx.upload(x.data(), x.size());
+  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  for (const auto& [alpha, beta] : {std::pair{V(1), V(0)}, std::pair{V(-0.5), V(2)}}) {
+    SCOPED_TRACE("alpha " + std::to_string(alpha) + " beta " + std::to_string(beta));
+    const std::vector<V>& start = beta == V(0) ? nan : y0;
+    dy.upload(start.data(), start.size());
+    gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx);
+    ctx.synchronize();
+    const std::vector<V> y = download(dy);
+    EXPECT_LE(cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data()), tol);
+    std::vector<V> ref = start;
+    cpu::spmv(m, alpha, x.data(), beta, ref.data());
+    EXPECT_TRUE(same_bits(y, ref)) << "the GPU kernel's bits differ from cpu::spmv(cmrs)";
+  }
+}
+
+template <class V>
+void check_spmv(const csr<double, I>& src, gpu_context& ctx) {
+  SCOPED_TRACE(std::string(type_name<V>()));
+  const csr<V, I> a = test::cast_values<V>(src);
+  for (const cmrs_params& req : requests) {
+    SCOPED_TRACE(describe(req));
+    check_spmv_of(a, cpu::csr_to_cmrs(a, req), ctx);
+  }
+}
+
+}  // namespace
+
+// ---- conversions ---------------------------------------------------------------------
+
+TEST(GpuCmrsConvert, MatchesTheCpuOnGeneratedMatrices) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  auto inputs = test::generator_set();
+  inputs.push_back({"spec_example", example()});
+  for (const auto& g : inputs) {
+    SCOPED_TRACE(g.name);
+    check_conversions<double>(g.a, ctx);
+    check_conversions<float>(g.a, ctx);
+  }
+}
+
+TEST(GpuCmrsConvert, MatchesTheCpuOnRealMatrices) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  gpu_context ctx;
+  for (const auto& in : real_inputs()) {
+    SCOPED_TRACE(in.name);
+    check_conversions<double>(in.a, ctx);
+    check_conversions<float>(in.a, ctx);
+  }
+}
+
+// Values travel as bits: -0.0, stored zeros and NaN payloads come back as they were.
+TEST(GpuCmrsConvert, KeepsSignedZerosAndNanPayloads) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  csr<double, I> a = test::random_csr(301, 257, 9.0, 5);
+  ASSERT_GT(a.nnz(), 300);
+  for (std::int64_t k = 0; k < a.nnz(); k += 7) a.values[k] = -0.0;
+  for (std::int64_t k = 3; k < a.nnz(); k += 11) a.values[k] = 0.0;
+  std::uint64_t payload = 0x7ff8000000000abcull;
+  std::memcpy(&a.values[5], &payload, sizeof payload);
+  check_conversions<double>(a, ctx);
+  check_conversions<float>(a, ctx);
+}
+
+TEST(GpuCmrsConvert, RefusesUnresolvedParametersAndTooManyColumns) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto d = to_device(example());
+  expect_error([&] { gpu::csr_to_cmrs(d, P(0, 32), ctx); }, errc::usage, "pass resolved parameters");
+  expect_error([&] { gpu::csr_to_cmrs(d, P(4, 0), ctx); }, errc::usage, "pass resolved parameters");
+  expect_error([&] { gpu::csr_to_cmrs(d, P(17, 32), ctx); }, errc::usage, "height = 17 is out of range");
+  expect_error([&] { gpu::csr_to_cmrs(d, P(4, 4), ctx); }, errc::usage, "height * modulo = 4 * 4 is below 32");
+  expect_error([&] { gpu::csr_to_cmrs(d, P(16, 8, true), ctx); }, errc::usage, "sort_columns");
+  csr<double, I> wide;
+  wide.rows = 2;
+  wide.cols = cmrs_max_cols + 1;
+  wide.row_ptr = {0, 0, 0};
+  std::string cpu_what;
+  try {
+    cpu::csr_to_cmrs(wide, P(4, 32));
+  } catch (const error& e) {
+    cpu_what = e.what();
+  }
+  ASSERT_FALSE(cpu_what.empty());
+  expect_error([&] { gpu::csr_to_cmrs(to_device(wide), P(4, 32), ctx); }, errc::unsupported, cpu_what);
+  // The GPU stays usable after refusing.
+  EXPECT_TRUE(equal(to_host(gpu::csr_to_cmrs(d, P(4, 32), ctx)), cpu::csr_to_cmrs(example(), P(4, 32))));
+}
+
+// ---- SpMV ------------------------------------------------------------------------------
+
+TEST(GpuCmrsSpmv, MatchesTheCpuOnGeneratedMatrices) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  auto inputs = test::generator_set();
+  inputs.push_back({"spec_example", example()});
+  for (const auto& g : inputs) {
+    if (g.name == huge_cols) continue;
+    SCOPED_TRACE(g.name);
+    check_spmv<double>(g.a, ctx);
+    check_spmv<float>(g.a, ctx);
+  }
+}
+
+TEST(GpuCmrsSpmv, MatchesTheCpuOnRealMatrices) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  gpu_context ctx;
+  for (const auto& in : real_inputs()) {
+    SCOPED_TRACE(in.name);
+    check_spmv<double>(in.a, ctx);
+    check_spmv<float>(in.a, ctx);
+  }
+}
+
+// Every instantiated kernel (height 1..16 with the basic buffer, every (height, modulo) with
+// height * modulo >= 32 for the modified one), on a matrix whose rows vary from empty to long.
+TEST(GpuCmrsSpmv, EveryHeightAndModuloKernel) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  csr<double, I> src = test::random_csr(389, 311, 8.0, 17);
+  int kernels = 0;
+  for (int modulo : {2, 4, 8, 16, 32}) {
+    for (int h = 1; h <= cmrs_max_height; ++h) {
+      if (modulo < cmrs_warp && h * modulo < cmrs_warp) continue;
+      SCOPED_TRACE(describe(P(h, modulo)));
+      const csr<double, I> a = src;
+      check_spmv_of(a, cpu::csr_to_cmrs(a, P(h, modulo)), ctx);
+      const csr<float, I> af = test::cast_values<float>(src);
+      check_spmv_of(af, cpu::csr_to_cmrs(af, P(h, modulo)), ctx);
+      ++kernels;
+    }
+  }
+  EXPECT_EQ(kernels, 16 + 15 + 13 + 9 + 1);
+}
+
+TEST(GpuCmrsSpmv, RefusesParametersOutsideTheFormat) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto m = cpu::csr_to_cmrs(example(), P(2, 32));
+  device_array<double> x(6), y(6);
+  auto bad = to_device(m);
+  bad.params.height = 0;
+  expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height = 0");
+  bad.params.height = 2;
+  bad.params.modulo = 8;
+  expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height * modulo = 16");
+  bad.params.height = 3;
+  bad.params.modulo = 32;
+  expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "strip_ptr has 4 elements");
+}
