@@ -1,0 +1,164 @@
+// CCOO SpMV on the GPU: the balanced, compressed COO kernel of Aliaga et al., Euro-Par 2020
+// Workshops, Sect. 2 (bccoo-aliaga-anzt.txt). One thread block per chunk (the balanced part:
+// every block gets B*K entries), one thread per group of K entries (Listing 1.1, the K loop
+// unrolled for the K the automatic rule picks), the chunk's encoding chosen by its format
+// code, uniform over the block so the decode does not diverge (the compressed part). Row
+// sums are combined by the segmented scan of Listing 1.2 and added to y with atomicAdd.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "convert/gpu/ccoo_device.cuh"
+#include "formats/instantiate.hpp"
+#include "kernels/gpu/spmv_ccoo.hpp"
+
+namespace spconv::gpu {
+namespace {
+
+using I = std::int32_t;
+constexpr int block_threads = 256;
+constexpr int warp_size = 32;
+
+// y = beta * y, or 0 without reading y when beta == 0: the chunks then add alpha * A * x.
+template <class V>
+__global__ void scale(std::int64_t rows, V beta, V* y) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride)
+    y[r] = beta == V(0) ? V(0) : beta * y[r];
+}
+
+// y[row] += v from many threads. PTX's atom/red.add.f32 flush subnormal inputs and results
+// to zero (PTX ISA, "atom"), which loses whole rows of tiny values (memplus_rhs1.mtx holds a
+// float-subnormal entry) where the CPU reference keeps them; so float adds go through a
+// compare-and-swap loop around an ordinary IEEE add. The f64 atomic add does not flush.
+__device__ __forceinline__ void add_to(double* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void add_to(float* p, float v) {
+  auto* word = reinterpret_cast<unsigned*>(p);
+  unsigned seen = *word, assumed;
+  do {
+    assumed = seen;
+    seen = atomicCAS(word, assumed, __float_as_uint(__uint_as_float(assumed) + v));
+  } while (seen != assumed);
+}
+
+struct chunks_view {
+  const std::uint8_t* format;
+  const I* row;
+  const I* col;
+  const std::uint64_t* ptr;
+  const std::uint8_t* blob;
+  const std::int64_t* counts;  // {entries, stored entries}, on the device
+  int b, k;
+};
+
+template <class V, int K>
+__global__ void chunk_products(chunks_view m, const V* table, int table_size, V alpha, const V* __restrict__ x, V* y) {
+  __shared__ V s_table[ccoo_table_capacity];
+  __shared__ V warp_sum[block_threads / warp_size];
+  const int k = K ? K : m.k;
+  const std::int64_t c = blockIdx.x;
+  const std::int64_t e_count = ccoo_device::chunk_entries(m.counts[0], std::int64_t{m.b} * k, c);
+  const std::uint8_t code = m.format[c];
+  const ccoo_device::section l = ccoo_device::chunk_section(e_count, k, code, sizeof(V));
+  const std::uint8_t* p = m.blob + m.ptr[c];
+  const std::uint8_t* roff = (code & ccoo_code::single_row) ? nullptr : p + l.rows;
+  const std::uint8_t* bitmap = (code & ccoo_code::pads) ? p + l.pads : nullptr;
+  const std::uint8_t* cols = p + l.cols;
+  const std::uint8_t* vals = p + l.values;
+  const bool lut = code & ccoo_code::lut;
+  if (lut) {  // the same branch for the whole block
+    for (int i = threadIdx.x; i < table_size; i += blockDim.x) s_table[i] = table[i];
+    __syncthreads();
+  }
+  const V* xb = x + m.col[c];
+  const std::int64_t base_row = m.row[c];
+  const int t = threadIdx.x, lane = t % warp_size;
+
+  // One thread: its group's K products, in order, skipping padding.
+  V sum = 0;
+  int row = -1;  // the group's row offset; -1 for threads past the chunk's groups
+  if (t < e_count / k) {
+    row = roff ? roff[t] : 0;
+#pragma unroll
+    for (int j = 0; j < k; ++j) {
+      const std::int64_t e = static_cast<std::int64_t>(t) * k + j;
+      if (ccoo_device::is_pad(bitmap, e)) continue;
+      const V v = lut ? s_table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
+      sum += v * xb[ccoo_device::col_offset(cols, l.col_bytes, e)];
+    }
+  }
+
+  if (!roff) {
+    // One row: a plain reduction, one atomicAdd per chunk.
+    for (int offset = warp_size / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0) warp_sum[t / warp_size] = sum;
+    __syncthreads();
+    if (t == 0) {
+      V total = 0;
+      for (int w = 0; w < static_cast<int>(blockDim.x / warp_size); ++w) total += warp_sum[w];
+      add_to(y + base_row, alpha * total);
+    }
+    return;
+  }
+  // Listing 1.2: a segmented suffix scan. After the step with distance d, each lane holds the
+  // sum of the lanes [lane, lane + 2d) that share its row (rows do not decrease along the
+  // warp, so equal rows at both ends mean equal rows in between). The first lane of every
+  // row segment then holds the segment's sum and adds it to y.
+  for (int d = 1; d < warp_size; d *= 2) {
+    const V other = __shfl_down_sync(0xffffffffu, sum, d);
+    const int other_row = __shfl_down_sync(0xffffffffu, row, d);
+    if (lane + d < warp_size && other_row == row) sum += other;
+  }
+  const int prev = __shfl_up_sync(0xffffffffu, row, 1);
+  if (row >= 0 && (lane == 0 || prev != row)) add_to(y + base_row + row, alpha * sum);
+}
+
+template <class V>
+using kernel_fn = void (*)(chunks_view, const V*, int, V, const V*, V*);
+
+// The K loop unrolls for the K the automatic rule picks (4, 2, 1); other K run it with a
+// run-time bound.
+template <class V>
+kernel_fn<V> pick(int k) {
+  switch (k) {
+    case 1: return &chunk_products<V, 1>;
+    case 2: return &chunk_products<V, 2>;
+    case 4: return &chunk_products<V, 4>;
+    default: return &chunk_products<V, 0>;
+  }
+}
+
+}  // namespace
+
+template <class V>
+void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+  const int b = a.params.chunk_b, k = a.params.chunk_k;
+  if (b < 1 || b > ccoo_max_chunk_b || k < 1 || k > ccoo_max_chunk_k)
+    fail(errc::usage, "gpu::spmv: ccoo chunk " + std::to_string(b) + "x" + std::to_string(k) +
+                          " is out of range [1, " + std::to_string(ccoo_max_chunk_b) + "] x [1, " +
+                          std::to_string(ccoo_max_chunk_k) + "]");
+  if (a.counts.size() != 2)
+    fail(errc::usage, "gpu::spmv: ccoo counts has " + std::to_string(a.counts.size()) + " elements, expected 2");
+  if (a.rows == 0) return;
+  const auto s = static_cast<cudaStream_t>(ctx.stream());
+  if (beta != V(1)) {
+    scale<V><<<launch_blocks(a.rows, block_threads), block_threads, 0, s>>>(a.rows, beta, y);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO y scaling");
+  }
+  const std::int64_t chunks = static_cast<std::int64_t>(a.chunk_format.size());
+  if (chunks == 0) return;
+  const chunks_view m{a.chunk_format.data(), a.chunk_row.data(), a.chunk_col.data(), a.chunk_ptr.data(),
+                      a.blob.data(),         a.counts.data(),    b,                   k};
+  // A thread per group: B rounded up to whole warps (B <= 256 = block_threads).
+  const int threads = (b + warp_size - 1) / warp_size * warp_size;
+  const kernel_fn<V> kernel = pick<V>(k);
+  kernel<<<static_cast<unsigned>(chunks), threads, 0, s>>>(m, a.table.data(), static_cast<int>(a.table.size()), alpha,
+                                                           x, y);
+  check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO chunk kernel");
+}
+
+#define SPCONV_INST(V) template void spmv<V>(const ccoo<V, I, device>&, V, const V*, V, V*, gpu_context&);
+SPCONV_FOR_VALUE(SPCONV_INST)
+#undef SPCONV_INST
+
+}  // namespace spconv::gpu
