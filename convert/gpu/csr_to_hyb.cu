@@ -1,0 +1,269 @@
+// CSR <-> HYB on the GPU (liu-thesis-csr5.txt sec. 5.3.1: the first ell_width entries of each
+// row in an ELL part, sec. 5.2.2, the rest in a COO tail, sec. 5.2.3), byte-identical to the
+// CPU converters.
+//
+// CSR -> HYB: a thread per ELL slot (slot k of row r at k * rows + r, column-major) copies
+// entry row_ptr[r] + k or writes the padding (-1, +0), so consecutive threads write
+// consecutive slots. Each row's tail length max(0, length - w) is summed by an inclusive scan
+// (cub) into the end of the row's tail run; a thread per tail entry finds its row by a binary
+// search over those ends (rows with short rows cost nothing) and copies its entry, in CSR
+// order as the CPU does.
+// HYB -> CSR: a thread per row counts its ELL entries (up to its first padding slot) and
+// finds its tail run by two binary searches in the row-sorted tail; the scan of the row
+// lengths is row_ptr; then a thread per ELL slot and a thread per tail entry put every entry
+// at its CSR position: row_ptr[r] + slot, or row_ptr[r] + ELL entries + rank in the tail run.
+// Every value is copied, never computed: the bits are the CPU's.
+#include <cuda_runtime.h>
+
+#include <cub/device/device_scan.cuh>
+#include <limits>
+#include <string>
+
+#include "convert/gpu/hyb.hpp"
+#include "formats/instantiate.hpp"
+
+namespace spconv::gpu {
+namespace {
+
+using I = std::int32_t;
+constexpr int block_threads = 256;
+
+__device__ __forceinline__ std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+// The first position in sorted a[0, n) whose value is > v (upper) or >= v (!upper).
+__device__ std::int64_t search(const I* a, std::int64_t n, std::int64_t v, bool upper) {
+  std::int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (upper ? a[mid] <= v : a[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+template <class V>
+__global__ void fill_ell(std::int64_t rows, std::int64_t w, const I* row_ptr, const I* col, const V* val, I* ell_col,
+                         V* ell_val) {
+  for (std::int64_t s = first_index(); s < rows * w; s += grid_stride()) {
+    const std::int64_t k = s / rows, r = s - k * rows, j = row_ptr[r] + k;
+    const bool entry = j < row_ptr[r + 1];
+    ell_col[s] = entry ? col[j] : ell_padding;
+    ell_val[s] = entry ? val[j] : V(0);
+  }
+}
+
+__global__ void tail_lengths(std::int64_t rows, std::int64_t w, const I* row_ptr, I* len) {
+  for (std::int64_t r = first_index(); r < rows; r += grid_stride())
+    len[r] = static_cast<I>(max(std::int64_t{0}, row_ptr[r + 1] - row_ptr[r] - w));
+}
+
+// Tail entry o belongs to the first row whose run ends after it (tail_end: inclusive sums).
+template <class V>
+__global__ void fill_tail(std::int64_t rows, std::int64_t w, std::int64_t tail, const I* row_ptr, const I* col,
+                          const V* val, const I* tail_end, I* out_row, I* out_col, V* out_val) {
+  for (std::int64_t o = first_index(); o < tail; o += grid_stride()) {
+    const std::int64_t r = search(tail_end, rows, o, true);
+    const std::int64_t run_start = tail_end[r] - (row_ptr[r + 1] - row_ptr[r] - w);
+    const std::int64_t j = row_ptr[r] + w + (o - run_start);
+    out_row[o] = static_cast<I>(r);
+    out_col[o] = col[j];
+    out_val[o] = val[j];
+  }
+}
+
+// Per row: its ELL entries (padding only follows a row's entries), its tail run
+// [tail_first, tail_first + count) in the row-sorted tail, and its CSR length.
+__global__ void row_lengths(std::int64_t rows, std::int64_t w, const I* ell_col, std::int64_t tail, const I* tail_row,
+                            I* ell_len, I* tail_first, I* len) {
+  for (std::int64_t r = first_index(); r < rows; r += grid_stride()) {
+    std::int64_t k = 0;
+    while (k < w && ell_col[k * rows + r] != ell_padding) ++k;
+    const std::int64_t first = search(tail_row, tail, r, false), end = search(tail_row, tail, r, true);
+    ell_len[r] = static_cast<I>(k);
+    tail_first[r] = static_cast<I>(first);
+    len[r] = static_cast<I>(k + end - first);
+  }
+}
+
+template <class V>
+__global__ void copy_ell(std::int64_t rows, std::int64_t w, const I* ell_col, const V* ell_val, const I* row_ptr,
+                         I* col, V* val) {
+  for (std::int64_t s = first_index(); s < rows * w; s += grid_stride()) {
+    const I c = ell_col[s];
+    if (c == ell_padding) continue;
+    const std::int64_t k = s / rows, r = s - k * rows, o = row_ptr[r] + k;
+    col[o] = c;
+    val[o] = ell_val[s];
+  }
+}
+
+template <class V>
+__global__ void copy_tail(std::int64_t tail, const I* tail_row, const I* tail_col, const V* tail_val, const I* row_ptr,
+                          const I* ell_len, const I* tail_first, I* col, V* val) {
+  for (std::int64_t c = first_index(); c < tail; c += grid_stride()) {
+    const std::int64_t r = tail_row[c], o = row_ptr[r] + ell_len[r] + (c - tail_first[r]);
+    col[o] = tail_col[c];
+    val[o] = tail_val[c];
+  }
+}
+
+cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
+
+std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// Out of device memory (or any CUDA failure) names the conversion it happened in.
+template <class F>
+auto in_context(const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const error& e) {
+    if (e.code() != errc::device) throw;
+    fail(errc::device, std::string(what) + ": " + e.what());
+  }
+}
+
+// The inclusive sum of n int32 counts into out, with its scratch space.
+void inclusive_sum(const I* in, I* out, std::int64_t n, void* space, std::size_t bytes, gpu_context& ctx,
+                   const char* what) {
+  check_cuda(cub::DeviceScan::InclusiveSum(space, bytes, in, out, static_cast<int>(n), stream_of(ctx)), what);
+}
+
+std::size_t scan_bytes(std::int64_t n, gpu_context& ctx) {
+  std::size_t bytes = 0;
+  check_cuda(cub::DeviceScan::InclusiveSum(nullptr, bytes, static_cast<const I*>(nullptr), static_cast<I*>(nullptr),
+                                           static_cast<int>(n), stream_of(ctx)),
+             "sizing a scan");
+  return bytes;
+}
+
+template <class T>
+T read_one(const T* p, gpu_context& ctx) {
+  T v{};
+  check_cuda(cudaMemcpyAsync(&v, p, sizeof v, cudaMemcpyDeviceToHost, stream_of(ctx)), "reading back a count");
+  ctx.synchronize();
+  return v;
+}
+
+}  // namespace
+
+template <class V>
+hyb<V, std::int32_t, device> csr_to_hyb(const csr<V, std::int32_t, device>& a, const hyb_params& resolved,
+                                        gpu_context& ctx) {
+  const std::int64_t rows = a.rows, w = resolved.ell_width, nnz = a.nnz();
+  if (rows < 0 || a.row_ptr.size() != static_cast<std::size_t>(rows) + 1 || a.col_idx.size() != a.values.size())
+    fail(errc::bad_input, "gpu::csr_to_hyb: the input CSR's row_ptr/col_idx/values lengths do not match its shape");
+  if (w < 0)
+    fail(errc::usage, "gpu::csr_to_hyb: ell_width = " + std::to_string(w) +
+                          " is negative (pass a resolved width: cpu::resolve_hyb_params)");
+  // cpu::resolve_hyb_params's checks of a width, with its messages.
+  const std::int64_t cap = ell_slot_cap(nnz, rows);
+  if (rows > 0 && w > cap / rows)
+    fail(errc::usage, "hyb: ell_width = " + std::to_string(w) + " gives " + std::to_string(rows) + " x " +
+                          std::to_string(w) + " ELL slots, beyond the container cap 64 * (nnz + rows + 1) + 2^20 = " +
+                          std::to_string(cap) + " for this matrix; choose a smaller width or 0 (automatic)");
+  if (rows * w > std::numeric_limits<std::int32_t>::max())
+    fail(errc::unsupported, "hyb: ell_width = " + std::to_string(w) + " gives " + std::to_string(rows * w) +
+                                " ELL slots, beyond the 32-bit slot index (max 2^31-1)");
+
+  return in_context("gpu::csr_to_hyb", [&] {
+    const cudaStream_t s = stream_of(ctx);
+    hyb<V, std::int32_t, device> out;
+    out.rows = rows;
+    out.cols = a.cols;
+    out.params = resolved;
+    hyb<V, std::int32_t, device>::sync_parts(out);
+    out.ell.col_idx.resize(rows * w);
+    out.ell.values.resize(rows * w);
+    if (rows * w > 0) {
+      fill_ell<<<launch_blocks(rows * w, block_threads), block_threads, 0, s>>>(
+          rows, w, a.row_ptr.data(), a.col_idx.data(), a.values.data(), out.ell.col_idx.data(), out.ell.values.data());
+      check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the ELL fill");
+    }
+    std::int64_t tail = 0;
+    if (rows > 0) {
+      // One scratch block: the tail lengths, their inclusive sums, the scan's space.
+      const std::size_t counts = round_up(rows * sizeof(I)), space = scan_bytes(rows, ctx);
+      auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * counts + space));
+      I* len = reinterpret_cast<I*>(scratch);
+      I* tail_end = reinterpret_cast<I*>(scratch + counts);
+      tail_lengths<<<launch_blocks(rows, block_threads), block_threads, 0, s>>>(rows, w, a.row_ptr.data(), len);
+      check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail lengths");
+      inclusive_sum(len, tail_end, rows, scratch + 2 * counts, space, ctx, "gpu::csr_to_hyb: scanning the tail lengths");
+      tail = read_one(tail_end + rows - 1, ctx);
+      out.coo.row_idx.resize(tail);
+      out.coo.col_idx.resize(tail);
+      out.coo.values.resize(tail);
+      if (tail > 0) {
+        fill_tail<<<launch_blocks(tail, block_threads), block_threads, 0, s>>>(
+            rows, w, tail, a.row_ptr.data(), a.col_idx.data(), a.values.data(), tail_end, out.coo.row_idx.data(),
+            out.coo.col_idx.data(), out.coo.values.data());
+        check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail fill");
+      }
+    }
+    ctx.synchronize();
+    return out;
+  });
+}
+
+template <class V>
+csr<V, std::int32_t, device> hyb_to_csr(const hyb<V, std::int32_t, device>& a, gpu_context& ctx) {
+  const std::int64_t rows = a.rows, w = a.params.ell_width, tail = a.coo.nnz();
+  if (rows < 0 || w < 0 || (rows > 0 && w > std::numeric_limits<std::int32_t>::max() / rows) ||
+      a.ell.col_idx.size() != static_cast<std::size_t>(rows * w) || a.ell.values.size() != a.ell.col_idx.size() ||
+      a.coo.row_idx.size() != a.coo.values.size() || a.coo.col_idx.size() != a.coo.values.size())
+    fail(errc::bad_input, "gpu::hyb_to_csr: the ELL/COO array lengths do not match the shape and ell_width "
+                          "(validate() the matrix first)");
+  return in_context("gpu::hyb_to_csr", [&] {
+    const cudaStream_t s = stream_of(ctx);
+    csr<V, std::int32_t, device> out;
+    out.rows = rows;
+    out.cols = a.cols;
+    out.row_ptr.resize(rows + 1);
+    check_cuda(cudaMemsetAsync(out.row_ptr.data(), 0, sizeof(I), s), "gpu::hyb_to_csr: row_ptr[0]");
+    if (rows == 0) {
+      ctx.synchronize();
+      return out;
+    }
+    // One scratch block: per row its ELL entries, the start of its tail run and its length,
+    // then the scan's space.
+    const std::size_t counts = round_up(rows * sizeof(I)), space = scan_bytes(rows, ctx);
+    auto* scratch = static_cast<unsigned char*>(ctx.workspace(3 * counts + space));
+    I* ell_len = reinterpret_cast<I*>(scratch);
+    I* tail_first = reinterpret_cast<I*>(scratch + counts);
+    I* len = reinterpret_cast<I*>(scratch + 2 * counts);
+    row_lengths<<<launch_blocks(rows, block_threads), block_threads, 0, s>>>(
+        rows, w, a.ell.col_idx.data(), tail, a.coo.row_idx.data(), ell_len, tail_first, len);
+    check_cuda(cudaGetLastError(), "gpu::hyb_to_csr: launching the row lengths");
+    inclusive_sum(len, out.row_ptr.data() + 1, rows, scratch + 3 * counts, space, ctx,
+                  "gpu::hyb_to_csr: scanning the row lengths");
+    const std::int64_t nnz = read_one(out.row_ptr.data() + rows, ctx);
+    out.col_idx.resize(nnz);
+    out.values.resize(nnz);
+    if (rows * w > 0) {
+      copy_ell<<<launch_blocks(rows * w, block_threads), block_threads, 0, s>>>(
+          rows, w, a.ell.col_idx.data(), a.ell.values.data(), out.row_ptr.data(), out.col_idx.data(),
+          out.values.data());
+      check_cuda(cudaGetLastError(), "gpu::hyb_to_csr: launching the ELL copy");
+    }
+    if (tail > 0) {
+      copy_tail<<<launch_blocks(tail, block_threads), block_threads, 0, s>>>(
+          tail, a.coo.row_idx.data(), a.coo.col_idx.data(), a.coo.values.data(), out.row_ptr.data(), ell_len,
+          tail_first, out.col_idx.data(), out.values.data());
+      check_cuda(cudaGetLastError(), "gpu::hyb_to_csr: launching the tail copy");
+    }
+    ctx.synchronize();
+    return out;
+  });
+}
+
+#define SPCONV_INST(V)                                                                                       \
+  template hyb<V, std::int32_t, device> csr_to_hyb<V>(const csr<V, std::int32_t, device>&, const hyb_params&, \
+                                                      gpu_context&);                                         \
+  template csr<V, std::int32_t, device> hyb_to_csr<V>(const hyb<V, std::int32_t, device>&, gpu_context&);
+SPCONV_FOR_VALUE(SPCONV_INST)
+#undef SPCONV_INST
+
+}  // namespace spconv::gpu

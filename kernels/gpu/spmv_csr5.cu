@@ -1,0 +1,285 @@
+// CSR5 SpMV on the GPU (liu-thesis-csr5.txt sec. 8.5.1, Algorithm 32; the fast segmented sum
+// of sec. 4.4.4, Algorithm 13).
+//
+// Tile t's segments are its bit_flag TRUEs in CSR order; segment s is row tile_ptr[t] + s,
+// or tile_ptr[t] + empty_offset[s] when bit 31 of tile_ptr[t] is set (sec. 6.3.3-6.3.4).
+// With omega = 32 a warp owns a tile and lane i its column i (sec. 8.5.1: "a thread bunch for
+// each tile ... a thread on GPU cores ... to each column"). Lane i walks its sigma entries
+// (loads coalesced: step j of all lanes is contiguous after the transposition) and cuts them
+// at its flags: the part before its first flag is red (it continues a segment from a lane to
+// the left), segments closed inside the lane are green and go straight to y, the part after
+// its last flag is blue. Algorithm 32 line 12 puts lane i's red sum into tmp[i - 1]; the blue
+// sum of lane i then completes with tmp[i .. i + seg_offset[i]] (Algorithm 13). Where the
+// thesis takes that sum as a difference of two prefix sums, which carries the rounding of
+// other rows' partial sums into small rows, the warp runs a segmented suffix sum over tmp:
+// five shuffle steps, each lane adding its neighbour's partial sum while the neighbour is in
+// the same segment. A segment of tmp runs from a lane with a flag to the lane before the next
+// one: the bound seg_offset encodes, here read off a ballot of the lanes' flags.
+//
+// Rows crossing tiles (sec. 8.5.1: "the first and the last segments of a tile need to store
+// to y by atomic add (or a global auxiliary array ...)"): the auxiliary array. Every tile
+// keeps the sums of its first and its last segment aside; a calibrator kernel, a thread per
+// tile, follows each row that starts in its tile through the next tiles whose first row it is
+// (and into the incomplete tile, sec. 8.5.1's CSR-style tail) and writes it once. Every row
+// is thus written by exactly one thread, without atomics, in an order fixed by the format.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "formats/instantiate.hpp"
+#include "kernels/gpu/spmv_csr5.hpp"
+
+namespace spconv::gpu {
+namespace {
+
+constexpr int block_threads = 256;  // a multiple of the warp
+constexpr int warp_size = 32;
+
+// What the kernels read of the format, by value.
+struct view {
+  std::int64_t rows, nnz, T, complete;
+  int omega, sigma, words, y_bits, flag_pos;
+  const std::int32_t* row_ptr;
+  const std::int32_t* col_idx;
+  const std::uint32_t* tile_ptr;
+  const std::uint32_t* tile_desc;
+  const std::uint32_t* offset_ptr;
+  const std::uint32_t* offsets;
+};
+
+__device__ __forceinline__ std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+// beta == 0 writes y without reading it (BLAS semantics).
+template <class V>
+__device__ __forceinline__ void finish(V* y, std::int64_t r, V alpha, V sum, V beta) {
+  y[r] = beta == V(0) ? alpha * sum : alpha * sum + beta * y[r];
+}
+
+// Bits [pos, pos + width) (width <= 64) of a descriptor bit string held in registers as
+// lo (words 0-1) and hi (word 2).
+__device__ __forceinline__ std::uint64_t field(std::uint64_t lo, std::uint32_t hi, int pos, int width) {
+  std::uint64_t v = pos < 64 ? lo >> pos : std::uint64_t{hi} >> (pos - 64);
+  if (pos < 64 && pos + width > 64) v |= std::uint64_t{hi} << (64 - pos);
+  return width == 64 ? v : v & ((std::uint64_t{1} << width) - 1);
+}
+
+// The same from global memory, words `stride` apart (the thread-per-tile kernel).
+__device__ std::uint64_t get_bits(const std::uint32_t* lane, std::int64_t stride, int pos, int width) {
+  std::uint64_t v = 0;
+  for (int got = 0; got < width;) {
+    const int p = pos + got, bit = p % 32, take = min(32 - bit, width - got);
+    v |= ((std::uint64_t{lane[(p / 32) * stride]} >> bit) & ((std::uint64_t{1} << take) - 1)) << got;
+    got += take;
+  }
+  return v;
+}
+
+// Segment s of tile t: kept aside if it is the first (it may continue a row from the previous
+// tile) or the last (it may go on into the next one), else a whole row written to y.
+template <class V>
+struct segment_sink {
+  std::int64_t t, row0;
+  std::uint32_t last;
+  const std::uint32_t* empty_offset;  // null unless the tile spans empty rows
+  V *first_sum, *last_sum, *y;
+  V alpha, beta;
+
+  __device__ std::int64_t row_of(std::uint32_t s) const { return row0 + (empty_offset ? empty_offset[s] : s); }
+  __device__ void emit(std::uint32_t s, V sum) const {
+    if (s == 0) first_sum[t] = sum;
+    else if (s == last) last_sum[t] = sum;
+    else finish(y, row_of(s), alpha, sum, beta);
+  }
+};
+
+template <class V>
+__device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t segments, V* first_sum, V* last_sum,
+                                   V* y, V alpha, V beta) {
+  const std::uint32_t tp = g.tile_ptr[t];
+  return {.t = t,
+          .row0 = tp & csr5_row_mask,
+          .last = segments - 1,
+          .empty_offset = (tp & csr5_empty_rows_bit) ? g.offsets + g.offset_ptr[t] : nullptr,
+          .first_sum = first_sum,
+          .last_sum = last_sum,
+          .y = y,
+          .alpha = alpha,
+          .beta = beta};
+}
+
+// Empty rows (they own no segment) and the rows starting in the incomplete tile, which holds
+// fewer than omega * sigma entries in CSR order (sec. 8.5.1): a thread per row.
+template <class V>
+__global__ void rows_outside_tiles(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y) {
+  const std::int64_t tail = g.complete * g.T;
+  for (std::int64_t r = first_index(); r < g.rows; r += grid_stride()) {
+    const std::int64_t b = g.row_ptr[r], e = g.row_ptr[r + 1];
+    if (b != e && b < tail) continue;
+    V sum = 0;
+    for (std::int64_t k = b; k < e; ++k) sum += val[k] * x[g.col_idx[k]];
+    finish(y, r, alpha, sum, beta);
+  }
+}
+
+// omega = 32: a warp per tile (Algorithm 32).
+template <class V>
+__global__ void __launch_bounds__(block_threads)
+    warp_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y, V* first_sum,
+                  V* last_sum, std::int32_t* last_row) {
+  const int lane = static_cast<int>(threadIdx.x % warp_size);
+  const std::int64_t warps = grid_stride() / warp_size;
+  for (std::int64_t t = first_index() / warp_size; t < g.complete; t += warps) {
+    // The lane's descriptor words (at most 3 with omega = 32: 11 + 5 + 64 bits), coalesced.
+    const std::uint32_t* d = g.tile_desc + t * g.words * warp_size + lane;
+    const std::uint64_t lo = d[0] | (g.words > 1 ? std::uint64_t{d[warp_size]} << 32 : 0);
+    const std::uint32_t hi = g.words > 2 ? d[2 * warp_size] : 0;
+    const std::uint64_t flags = field(lo, hi, g.flag_pos, g.sigma);
+    std::uint32_t seg = static_cast<std::uint32_t>(field(lo, hi, 0, g.y_bits));  // y_offset
+    const std::uint32_t segments = __shfl_sync(0xffffffffu, seg + __popcll(flags), warp_size - 1);
+    const segment_sink<V> out = sink_of(g, t, segments, first_sum, last_sum, y, alpha, beta);
+
+    // Algorithm 32 lines 5-21.
+    V sum = 0, red = 0;
+    bool started = false;
+    const std::int64_t base = t * g.T + lane;
+    for (int j = 0; j < g.sigma; ++j) {
+      if ((flags >> j) & 1) {
+        if (started) out.emit(seg++, sum);  // a green segment ends
+        else red = sum;                     // the red sub-segment ends (lane 0 starts sealed)
+        started = true;
+        sum = 0;
+      }
+      const std::int64_t k = base + static_cast<std::int64_t>(j) * warp_size;
+      sum += val[k] * x[g.col_idx[k]];
+    }
+    const V blue = started ? sum : V(0);
+    if (!started) red = sum;  // no flag: red throughout
+
+    // tmp[i] = red of lane i + 1 (line 12), 0 past the last lane; then the segmented suffix
+    // sum over tmp, a segment ending before the next lane with a flag.
+    V tmp = __shfl_down_sync(0xffffffffu, red, 1);
+    if (lane == warp_size - 1) tmp = 0;
+    const unsigned heads = __ballot_sync(0xffffffffu, flags != 0);
+    const unsigned after = lane == warp_size - 1 ? 0u : heads & (~0u << (lane + 1));
+    const int end = after ? __ffs(static_cast<int>(after)) - 2 : warp_size - 1;
+    for (int d2 = 1; d2 < warp_size; d2 *= 2) {
+      const V other = __shfl_down_sync(0xffffffffu, tmp, d2);
+      if (lane + d2 <= end) tmp += other;
+    }
+    if (flags) out.emit(seg, blue + tmp);  // lines 23-26
+    if (lane == 0) last_row[t] = segments == 1 ? -1 : static_cast<std::int32_t>(out.row_of(segments - 1));
+  }
+}
+
+// Any omega: a thread per tile. Lane i's entries are the CSR entries i*sigma .. i*sigma +
+// sigma - 1 of the tile, so walking the lanes in order is walking the tile in CSR order, and
+// every flag after the first closes a segment.
+template <class V>
+__global__ void thread_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y,
+                                V* first_sum, V* last_sum, std::int32_t* last_row) {
+  for (std::int64_t t = first_index(); t < g.complete; t += grid_stride()) {
+    const std::uint32_t* desc = g.tile_desc + t * g.words * g.omega;
+    const std::uint32_t* last_lane = desc + g.omega - 1;
+    const std::uint32_t segments = static_cast<std::uint32_t>(
+        get_bits(last_lane, g.omega, 0, g.y_bits) + __popcll(get_bits(last_lane, g.omega, g.flag_pos, g.sigma)));
+    const segment_sink<V> out = sink_of(g, t, segments, first_sum, last_sum, y, alpha, beta);
+    V sum = 0;
+    std::uint32_t seg = 0;
+    for (int i = 0; i < g.omega; ++i) {
+      const std::uint64_t flags = get_bits(desc + i, g.omega, g.flag_pos, g.sigma);
+      for (int j = 0; j < g.sigma; ++j) {
+        if (((flags >> j) & 1) && (i > 0 || j > 0)) {
+          out.emit(seg++, sum);
+          sum = 0;
+        }
+        const std::int64_t k = t * g.T + static_cast<std::int64_t>(j) * g.omega + i;
+        sum += val[k] * x[g.col_idx[k]];
+      }
+    }
+    out.emit(seg, sum);
+    last_row[t] = segments == 1 ? -1 : static_cast<std::int32_t>(out.row_of(segments - 1));
+  }
+}
+
+// The calibrator: a row whose first segment lies in tile t (as the tile's first segment,
+// starting at the tile's first entry, or as its last segment) is carried by tile t's thread
+// through the following tiles that begin inside it (their first segments), then into the
+// incomplete tile if that begins inside it too, and written once.
+template <class V>
+__global__ void calibrate(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y,
+                          const V* first_sum, const V* last_sum, const std::int32_t* last_row) {
+  const std::int64_t tail = g.complete * g.T;
+  auto carry = [&](std::int64_t r, V acc, std::int64_t u) {
+    for (; u < g.complete && (g.tile_ptr[u] & csr5_row_mask) == r; ++u) acc += first_sum[u];
+    if (u == g.complete && tail < g.nnz && (g.tile_ptr[u] & csr5_row_mask) == r)
+      for (std::int64_t k = tail, end = g.row_ptr[r + 1]; k < end; ++k) acc += val[k] * x[g.col_idx[k]];
+    finish(y, r, alpha, acc, beta);
+  };
+  for (std::int64_t t = first_index(); t < g.complete; t += grid_stride()) {
+    const std::int64_t r0 = g.tile_ptr[t] & csr5_row_mask;
+    if (g.row_ptr[r0] == t * g.T) carry(r0, first_sum[t], t + 1);
+    if (last_row[t] >= 0) carry(last_row[t], last_sum[t], t + 1);
+  }
+}
+
+}  // namespace
+
+template <class V>
+void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+  if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1 || a.params.omega < 1 ||
+      a.params.omega > csr5_max_omega || a.params.sigma < 1 || a.params.sigma > csr5_max_sigma)
+    fail(errc::usage, "gpu::spmv: csr5 row_ptr has " + std::to_string(a.row_ptr.size()) + " elements for " +
+                          std::to_string(a.rows) + " rows, omega " + std::to_string(a.params.omega) + ", sigma " +
+                          std::to_string(a.params.sigma) + " (expected rows + 1 and [1, 64])");
+  if (a.rows == 0) return;
+  const csr5_layout L(a.params.omega, a.params.sigma);
+  const view g{.rows = a.rows,
+               .nnz = a.nnz(),
+               .T = L.tile_size(),
+               .complete = a.nnz() / L.tile_size(),
+               .omega = L.omega,
+               .sigma = L.sigma,
+               .words = L.words,
+               .y_bits = L.y_offset_bits,
+               .flag_pos = L.bit_flag_pos(),
+               .row_ptr = a.row_ptr.data(),
+               .col_idx = a.col_idx.data(),
+               .tile_ptr = a.tile_ptr.data(),
+               .tile_desc = a.tile_desc.data(),
+               .offset_ptr = a.tile_desc_offset_ptr.data(),
+               .offsets = a.tile_desc_offset.data()};
+  const auto s = static_cast<cudaStream_t>(ctx.stream());
+  rows_outside_tiles<V><<<launch_blocks(g.rows, block_threads), block_threads, 0, s>>>(g, a.values.data(), alpha, x,
+                                                                                        beta, y);
+  check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 row pass");
+  if (g.complete == 0) return;
+
+  // The calibrator array: per tile the first and last segment's sums and the last one's row.
+  const std::size_t sums = (static_cast<std::size_t>(g.complete) * sizeof(V) + 255) / 256 * 256;
+  auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * sums + g.complete * sizeof(std::int32_t)));
+  V* first_sum = reinterpret_cast<V*>(scratch);
+  V* last_sum = reinterpret_cast<V*>(scratch + sums);
+  auto* last_row = reinterpret_cast<std::int32_t*>(scratch + 2 * sums);
+  if (g.omega == warp_size) {
+    warp_per_tile<V><<<launch_blocks(g.complete * warp_size, block_threads), block_threads, 0, s>>>(
+        g, a.values.data(), alpha, x, beta, y, first_sum, last_sum, last_row);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 warp-per-tile kernel");
+  } else {
+    thread_per_tile<V><<<launch_blocks(g.complete, block_threads), block_threads, 0, s>>>(
+        g, a.values.data(), alpha, x, beta, y, first_sum, last_sum, last_row);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 thread-per-tile kernel");
+  }
+  calibrate<V><<<launch_blocks(g.complete, block_threads), block_threads, 0, s>>>(g, a.values.data(), alpha, x, beta,
+                                                                                  y, first_sum, last_sum, last_row);
+  check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 calibrator");
+}
+
+#define SPCONV_INST(V) \
+  template void spmv<V>(const csr5<V, std::int32_t, device>&, V, const V*, V, V*, gpu_context&);
+SPCONV_FOR_VALUE(SPCONV_INST)
+#undef SPCONV_INST
+
+}  // namespace spconv::gpu
