@@ -3,6 +3,10 @@
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
 #include "formats/device.hpp"
 
 namespace spconv {
@@ -140,5 +144,33 @@ void* gpu_context::workspace(std::size_t bytes) {
 }
 
 void gpu_context::synchronize() { check_cuda(cudaStreamSynchronize(p_->stream), "waiting for the GPU stream"); }
+
+// ---- copy bandwidth ---------------------------------------------------------------
+
+double measure_copy_bandwidth(gpu_context& ctx, std::size_t bytes) {
+  bytes = std::max<std::size_t>(bytes, 1);
+  device_buffer src, dst;
+  src.resize(bytes, "measure_copy_bandwidth: source buffer");
+  dst.resize(bytes, "measure_copy_bandwidth: destination buffer");
+  const auto stream = static_cast<cudaStream_t>(ctx.stream());
+  // The source's contents do not matter to the copy rate, but copying uninitialised memory
+  // would be reported by memory checkers.
+  check_cuda(cudaMemsetAsync(src.data(), 0, bytes, stream), "measure_copy_bandwidth: clearing the source");
+  const std::size_t copies = std::clamp<std::size_t>((std::size_t{1} << 30) / bytes, 1, 10000);
+  auto batch = [&] {
+    ctx.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < copies; ++i)
+      check_cuda(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream),
+                 "measure_copy_bandwidth: copying " + std::to_string(bytes) + " bytes");
+    ctx.synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  batch();
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) t.push_back(batch());
+  std::sort(t.begin(), t.end());
+  return 2.0 * static_cast<double>(bytes) * static_cast<double>(copies) / t[t.size() / 2];
+}
 
 }  // namespace spconv

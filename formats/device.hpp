@@ -73,5 +73,15 @@ class gpu_context {
   std::unique_ptr<impl> p_;
 };
 
+// The device-to-device copy rate of the current device, in bytes per second counting both
+// the bytes read and the bytes written (2 * bytes per copy), the same way an SpMV's traffic
+// counts the matrix and x it reads and the y it writes: the ceiling a bandwidth-bound kernel
+// is compared with. Copies of `bytes` (at least 1) between two scratch buffers on ctx's
+// stream, timed on the host around a batch of copies (enough for about 1 GiB, so that the
+// launch cost of small copies is amortised, as it is in a loop of SpMVs); the median of 5
+// batches after a warm-up batch. Buffers of a few MB stay in the L2 cache, as the arrays of
+// an SpMV of that size do. errc::device when the buffers cannot be allocated.
+double measure_copy_bandwidth(gpu_context& ctx, std::size_t bytes);
+
 }  // namespace spconv
 #endif  // SPCONV_HAVE_CUDA
