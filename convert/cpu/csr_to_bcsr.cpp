@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "convert/cpu/blocking.hpp"
 #include "convert/cpu/bcsr.hpp"
 #include "formats/instantiate.hpp"
 #include "formats/parallel.hpp"
@@ -39,35 +40,9 @@ using I = std::int32_t;
 constexpr std::array<I, 6> candidate_sides = {1, 2, 3, 4, 6, 8};
 constexpr std::size_t max_candidates = candidate_sides.size();
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// floor(j / d) for 0 <= j < 2^31 and 1 <= d <= 2^31 by one multiplication: with
-// l = ceil(log2 d) and m = ceil(2^(31+l) / d) = (2^(31+l) + e) / d, e < d <= 2^l, the error
-// j * e / (d * 2^(31+l)) stays below 1 / d (Granlund and Montgomery, PLDI 1994, sec. 4).
-// A column division per entry would otherwise dominate the conversion.
-struct divider {
-  divider() = default;
-  std::uint32_t mul = 0;  // < 2^32: 2^(31+l) / d < 2^32 as d > 2^(l-1)
-  int shift = 0;
-  explicit divider(std::int64_t d) {
-    int l = 0;
-    while ((std::int64_t{1} << l) < d) ++l;
-    shift = 31 + l;
-    mul = static_cast<std::uint32_t>(((std::uint64_t{1} << shift) + static_cast<std::uint64_t>(d) - 1) /
-                                     static_cast<std::uint64_t>(d));
-  }
-  I operator()(I j) const {
-    return static_cast<I>((std::uint64_t{static_cast<std::uint32_t>(j)} * mul) >> shift);
-  }
-};
-
-// Rows cut into `units` of `unit` rows (a multiple of every candidate r, so no block row
-// straddles two units), the units into `workers` contiguous ranges (parallel_blocks).
-struct partition {
-  std::int64_t unit = 1, units = 0;
-  int workers = 1;
-  std::int64_t first_row(std::int64_t u, std::int64_t rows) const { return std::min(rows, u * unit); }
-};
+using blocking::ceil_div;
+using blocking::divider;
+using blocking::partition;
 
 // Exact block counts of the candidates rs x cs, per worker range; -1 where not counted
 // (a candidate the rule proved worse than a counted one).
