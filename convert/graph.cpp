@@ -59,11 +59,7 @@ csr<V2, I2> retype(csr<V, I>&& a) {
   if constexpr (std::is_same_v<V, V2> && std::is_same_v<I, I2>) {
     return std::move(a);
   } else {
-    const std::int64_t lim = std::numeric_limits<I2>::max();
-    if (a.rows > lim || a.cols > lim || a.nnz() > lim)
-      fail(errc::unsupported, "matrix " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + " with " +
-                                  std::to_string(a.nnz()) + " entries does not fit " +
-                                  std::string(type_name<I2>()) + " indices");
+    check_index_fits(index_type_of<I2>(), a.rows, a.cols, a.nnz());
     csr<V2, I2> out;
     out.rows = a.rows;
     out.cols = a.cols;
@@ -101,7 +97,43 @@ any_matrix retarget(const M& in, std::string_view target, const convert_options&
   return from_csr(retype<V2, I2>(to_csr(in)), target, o);
 }
 
+// The target's parameters made concrete by its rule, on the CSR the converter would receive.
+template <class V>
+void resolve_for(const csr<V, std::int32_t>& a, std::string_view target, convert_options& o) {
+  if (target == "cmrs") o.cmrs = cpu::resolve_cmrs_params(a, o.cmrs);
+  else if (target == "mbr") o.mbr = cpu::resolve_mbr_params(a, o.mbr);
+  else if (target == "csr5") o.csr5 = cpu::resolve_csr5_params(a, o.csr5, o.csr5_for);
+  else if (target == "bcsr") o.bcsr = cpu::resolve_bcsr_params(a, o.bcsr);
+  else if (target == "hyb") o.hyb = cpu::resolve_hyb_params(a, o.hyb);
+  else if (target == "ccoo") o.ccoo = cpu::resolve_ccoo_params(a, o.ccoo);
+}
+
 }  // namespace
+
+void check_index_fits(index_type it, std::int64_t rows, std::int64_t cols, std::int64_t nnz) {
+  const std::int64_t lim = it == index_type::i32 ? std::numeric_limits<std::int32_t>::max()
+                                                 : std::numeric_limits<std::int64_t>::max();
+  if (rows > lim || cols > lim || nnz > lim)
+    fail(errc::unsupported, "matrix " + std::to_string(rows) + " x " + std::to_string(cols) + " with " +
+                                std::to_string(nnz) + " entries does not fit " +
+                                std::string(it == index_type::i32 ? type_name<std::int32_t>()
+                                                                  : type_name<std::int64_t>()) +
+                                " indices");
+}
+
+convert_options resolve_params(const any_matrix& in, std::string_view target, const convert_options& opt) {
+  check_format_name(target);
+  convert_options out = opt;
+  if (target == "csr" || target == "coo") return out;
+  const value_type vt = opt.values.value_or(value_type_of(in));
+  std::visit(
+      [&](const auto& m) {
+        if (vt == value_type::f32) resolve_for(retype<float, std::int32_t>(to_csr(m)), target, out);
+        else resolve_for(retype<double, std::int32_t>(to_csr(m)), target, out);
+      },
+      in);
+  return out;
+}
 
 any_matrix convert(const any_matrix& in, std::string_view target, const convert_options& opt) {
   check_format_name(target);

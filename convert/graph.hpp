@@ -3,6 +3,7 @@
 // direct edge the Matrix Market path uses. Value-type and index-type changes are
 // explicit options here, never implicit in a constructor.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -28,5 +29,14 @@ struct convert_options {
 // Converts `in` to the format named `target` (see format_list). Throws errc::usage for an
 // unknown name, errc::unsupported when the target cannot represent the matrix.
 any_matrix convert(const any_matrix& in, std::string_view target, const convert_options& opt = {});
+
+// errc::unsupported (with the message every path uses) unless a matrix of this shape and
+// entry count fits indices of type `it`.
+void check_index_fits(index_type it, std::int64_t rows, std::int64_t cols, std::int64_t nnz);
+
+// `opt` with the parameters of `target` made concrete by the automatic rules applied to `in`
+// (the values convert(in, target, opt) would store); every other field unchanged. For GPU
+// conversions (convert/gpu/graph.hpp), whose rules run on the host.
+convert_options resolve_params(const any_matrix& in, std::string_view target, const convert_options& opt = {});
 
 }  // namespace spconv

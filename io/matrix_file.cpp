@@ -43,7 +43,7 @@ matrix_file read_matrix_file(const fs::path& path, const read_options& opt) {
   std::snprintf(crc, sizeof crc, "%08x", d.crc32);
   out.meta.source_checksum = std::string("crc32:") + crc;
   out.meta.source_symmetry = d.header.symmetry;
-  out.matrix = convert(d.matrix, "csr");
+  out.matrix = opt.mtx_triplets ? std::move(d.matrix) : convert(d.matrix, "csr");
   return out;
 }
 

@@ -20,6 +20,9 @@ struct read_options {
   std::optional<value_type> values;  // MTX: value type to parse into (default double);
                                      // containers: cast after loading
   std::string format;                // container: the stored format to load ("" = csr if stored)
+  bool mtx_triplets = false;         // MTX: return the COO triplets as read (file order,
+                                     // duplicates kept) instead of canonical CSR, for a
+                                     // COO -> CSR conversion elsewhere (e.g. on the GPU)
 };
 
 struct matrix_file {

@@ -10,7 +10,7 @@ const std::vector<format_option_doc> format_option_docs = {
     {"cmrs", "--sort-columns", "order each strip by column (sec. 4; basic layout only)", "off"},
     {"mbr", "--block RxC", "block size, r*c <= 64", "fewest stored bytes among {1,2,4,8}^2"},
     {"csr5", "--omega N --sigma N", "tile width and height, 1..64", "GPU rule: omega 32, sigma by nnz/row (thesis 6.3.2)"},
-    {"csr5", "--csr5-for gpu|cpu", "whose rule picks automatic omega/sigma", "gpu"},
+    {"csr5", "--for gpu|cpu", "whose rule picks automatic omega/sigma (also --to auto's device)", "gpu"},
     {"bcsr", "--block RxC", "block size, 1..16 each", "fewest SpMV bytes among {1,2,3,4,6,8}^2 (fill ratio)"},
     {"hyb", "--ell-width N", "ELL slots per row; the rest goes to the COO tail",
      "largest w with >= max(4096, rows/3) rows of length >= w (CUSP rule)"},
@@ -49,7 +49,9 @@ std::function<void(convert_options&)> add_format_options(CLI::App& sub) {
   sub.add_option("--block", v->block, "mbr, bcsr: block size RxC (e.g. 4x4)")->group(group);
   sub.add_option("--omega", v->omega, "csr5: tile width")->group(group);
   sub.add_option("--sigma", v->sigma, "csr5: tile height")->group(group);
-  sub.add_option("--csr5-for", v->csr5_for, "csr5: automatic omega/sigma for gpu or cpu")
+  sub.add_option("--for,--csr5-for", v->csr5_for,
+                 "the processor the SpMV will run on, gpu or cpu: picks --to auto's format and csr5's automatic "
+                 "omega/sigma")
       ->check(CLI::IsMember({"gpu", "cpu"}))
       ->group(group);
   sub.add_option("--ell-width", v->ell_width, "hyb: ELL width")->group(group);

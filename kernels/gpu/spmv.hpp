@@ -8,6 +8,7 @@
 #pragma once
 #ifdef SPCONV_HAVE_CUDA
 #include <cstdint>
+#include <memory>
 
 #include "formats/csr.hpp"
 #include "formats/device.hpp"
@@ -35,11 +36,32 @@ template <class V, class I>
 void spmv(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
           csr_kernel kernel = csr_kernel::automatic);
 
-// cusparseSpMV with CUSPARSE_SPMV_ALG_DEFAULT; its work buffer is ctx's workspace. A matrix
-// without entries (or without columns) gives y = beta*y through our kernel: cuSPARSE is not
-// asked about empty arrays.
+// cusparseSpMV with CUSPARSE_SPMV_ALG_DEFAULT for one product: describes the matrix and the
+// vectors, sizes and takes the work buffer (ctx's workspace), runs, and frees the descriptors.
+// A matrix without entries (or without columns) gives y = beta*y through our kernel: cuSPARSE
+// is not asked about empty arrays. For repeated products use cusparse_spmv, which does the
+// set-up once, as a solver would.
 template <class V, class I>
 void spmv_cusparse(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+
+// The cuSPARSE baseline as an application that multiplies many times uses it: the matrix and
+// vector descriptors and a work buffer of its own are made once for (a, x, y); each call then
+// only queues cusparseSpMV (default algorithm) on ctx's stream. a, x, y and ctx must outlive
+// it. Without entries or columns each call is our kernel's y = beta*y.
+template <class V, class I>
+class cusparse_spmv {
+ public:
+  cusparse_spmv(const csr<V, I, device>& a, const V* x, V* y, gpu_context& ctx);
+  ~cusparse_spmv();
+  cusparse_spmv(const cusparse_spmv&) = delete;
+  cusparse_spmv& operator=(const cusparse_spmv&) = delete;
+
+  void operator()(V alpha, V beta);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
 
 }  // namespace spconv::gpu
 #endif  // SPCONV_HAVE_CUDA

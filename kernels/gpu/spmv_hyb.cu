@@ -5,14 +5,14 @@
 #include <string>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/coo_accumulate.cuh"
 #include "kernels/gpu/spmv_hyb.hpp"
 
 namespace spconv::gpu {
 namespace {
 
 using I = std::int32_t;
-constexpr int block_threads = 256;  // a multiple of the warp
-constexpr int warp_size = 32;
+constexpr int block_threads = 256;
 
 // ELL, a thread per row. Padding only follows a row's entries, so the row ends at its first
 // padding slot (recognised by its column, never by its value).
@@ -32,30 +32,6 @@ __global__ void ell_rows(std::int64_t rows, std::int64_t w, const I* __restrict_
   }
 }
 
-// COO tail, a warp per 32 consecutive entries: an inclusive segmented scan by shuffles (lane
-// k adds the partial sum d lanes up while that lane holds the same row: rows are sorted, so
-// the lanes in between do too), then the last lane of each row piece adds it to y.
-template <class V>
-__global__ void coo_tail(std::int64_t tail, const I* __restrict__ row, const I* __restrict__ col,
-                         const V* __restrict__ val, V alpha, const V* __restrict__ x, V* y) {
-  const int lane = static_cast<int>(threadIdx.x % warp_size);
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) - lane; base < tail;
-       base += step) {
-    const std::int64_t e = base + lane;
-    const bool in = e < tail;
-    const I r = in ? row[e] : -1;
-    V sum = in ? val[e] * x[col[e]] : V(0);
-    for (int d = 1; d < warp_size; d *= 2) {
-      const V other = __shfl_up_sync(0xffffffffu, sum, d);
-      const I other_row = __shfl_up_sync(0xffffffffu, r, d);
-      if (lane >= d && other_row == r) sum += other;
-    }
-    const I next_row = __shfl_down_sync(0xffffffffu, r, 1);
-    if (in && (lane == warp_size - 1 || next_row != r)) atomicAdd(y + r, alpha * sum);
-  }
-}
-
 }  // namespace
 
 template <class V>
@@ -71,11 +47,8 @@ void spmv(const hyb<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V*
   ell_rows<V><<<launch_blocks(rows, block_threads), block_threads, 0, s>>>(
       rows, w, a.ell.col_idx.data(), a.ell.values.data(), alpha, x, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the hyb ELL kernel");
-  if (tail == 0) return;
-  // The tail rounded up to whole warps: every lane of a warp takes part in the shuffles.
-  coo_tail<V><<<launch_blocks((tail + warp_size - 1) / warp_size * warp_size, block_threads), block_threads, 0, s>>>(
-      tail, a.coo.row_idx.data(), a.coo.col_idx.data(), a.coo.values.data(), alpha, x, y);
-  check_cuda(cudaGetLastError(), "gpu::spmv: launching the hyb COO tail kernel");
+  detail::launch_coo_accumulate(tail, a.coo.row_idx.data(), a.coo.col_idx.data(), a.coo.values.data(), alpha, x, y, s,
+                                "gpu::spmv: launching the hyb COO tail kernel");
 }
 
 #define SPCONV_INST(V) template void spmv<V>(const hyb<V, std::int32_t, device>&, V, const V*, V, V*, gpu_context&);

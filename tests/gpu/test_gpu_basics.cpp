@@ -21,6 +21,8 @@
 #include "io/matrix_file.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv.hpp"
+#include "tests/support/gpu.hpp"
+#include "tests/support/expect.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -29,28 +31,6 @@ namespace {
 
 // The generated matrix whose x alone would take 2^28 elements: left out of the SpMV tests.
 constexpr std::string_view huge_cols = "cols_near_2pow28";
-
-struct named_csr {
-  std::string name;
-  csr<double, std::int32_t> a;
-};
-
-// The shared real matrices spconv reads (the complex one is refused: errc::unsupported),
-// parsed once for the whole binary.
-const std::vector<named_csr>& real_inputs() {
-  static const std::vector<named_csr> all = [] {
-    std::vector<named_csr> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, std::int32_t>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
 
 template <class V, class I>
 csr<V, I> retype(const csr<double, std::int32_t>& a) {
@@ -61,39 +41,6 @@ csr<V, I> retype(const csr<double, std::int32_t>& a) {
   out.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
   out.values.assign(a.values.begin(), a.values.end());
   return out;
-}
-
-template <class V, class I>
-std::int64_t max_row_length(const csr<V, I>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
-}
-
-template <class T>
-std::vector<T> download(const device_array<T>& d) {
-  std::vector<T> h(d.size());
-  d.download(h.data());
-  return h;
-}
-
-template <class F>
-void expect_error(F&& f, errc code, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace
@@ -109,7 +56,7 @@ TEST(GpuDevice, ReportsNameAndMemory) {
   gpu_context ctx;
   EXPECT_EQ(ctx.device(), 0);
   ctx.synchronize();
-  expect_error([] { device_name(1 << 20); }, errc::device, "device 1048576");
+  test::expect_error([] { device_name(1 << 20); }, errc::device, "device 1048576");
 }
 
 TEST(GpuMemory, DeviceArrayKeepsContentsWhenGrowingAndMoves) {
@@ -122,9 +69,9 @@ TEST(GpuMemory, DeviceArrayKeepsContentsWhenGrowingAndMoves) {
   d.resize(5000);  // a new allocation: the 1000 elements move along
   ASSERT_EQ(d.size(), 5000u);
   d.resize(1000);  // back within the capacity; only the uploaded elements are read
-  EXPECT_EQ(download(d), h);
+  EXPECT_EQ(test::download(d), h);
   d.resize(10);  // shrinking keeps the prefix
-  const auto back = download(d);
+  const auto back = test::download(d);
   EXPECT_TRUE(std::equal(back.begin(), back.end(), h.begin()));
   device_array<std::int32_t> moved(std::move(d));
   EXPECT_EQ(moved.size(), 10u);
@@ -137,11 +84,11 @@ TEST(GpuMemory, OutOfMemoryIsADeviceErrorThatNamesTheSizes) {
   device_array<double> d;
   const std::vector<double> h = {1.5, -2.0, 3.25};
   d.upload(h.data(), h.size());
-  expect_error([&] { d.resize(std::size_t{1} << 50); }, errc::device,
+  test::expect_error([&] { d.resize(std::size_t{1} << 50); }, errc::device,
                "device array of 1125899906842624 float64: out of device memory (needed 9007199254740992 bytes, free ");
   // The failed resize left the array as it was.
-  EXPECT_EQ(download(d), h);
-  expect_error([&] { d.resize(std::numeric_limits<std::size_t>::max() / 4); }, errc::device,
+  EXPECT_EQ(test::download(d), h);
+  test::expect_error([&] { d.resize(std::numeric_limits<std::size_t>::max() / 4); }, errc::device,
                "out of device memory (needs more than 2^64 bytes)");
   EXPECT_EQ(d.size(), 3u);
 }
@@ -241,10 +188,10 @@ void check_spmv(const csr<double, std::int32_t>& src, gpu_context& ctx) {
   SCOPED_TRACE(std::string(type_name<V>()) + "/" + std::string(type_name<I>()));
   const csr<V, I> a = retype<V, I>(src);
   const auto d = to_device(a);
-  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
   for (method m : all_methods) {
     SCOPED_TRACE(method_name(m));
@@ -253,7 +200,7 @@ void check_spmv(const csr<double, std::int32_t>& src, gpu_context& ctx) {
       dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
       run(m, d, alpha, dx.data(), beta, dy.data(), ctx);
       ctx.synchronize();
-      const auto y = download(dy);
+      const auto y = test::download(dy);
       const double err = cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data());
       EXPECT_LE(err, tol) << "beta " << beta;
     }
@@ -277,9 +224,9 @@ TEST(GpuSpmv, KernelsAndCusparseMatchTheCpuOnGeneratedMatrices) {
 
 TEST(GpuSpmv, KernelsAndCusparseMatchTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     check_spmv<double, std::int32_t>(in.a, ctx);
     check_spmv<float, std::int32_t>(in.a, ctx);
@@ -407,10 +354,10 @@ TEST(GpuCooToCsr, MatchesTheCpuOnShuffledGeneratedMatricesWithDuplicates) {
 
 TEST(GpuCooToCsr, MatchesTheCpuOnShuffledRealMatricesWithDuplicates) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
   std::uint64_t seed = 100;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     const auto t = shuffled_with_duplicates(in.a, seed++);
     check_conversions_as<double, std::int32_t>(t, ctx);
@@ -471,7 +418,7 @@ TEST(GpuCooToCsr, RefusesBadInputWithTheCpuMessages) {
     } catch (const error& e) {
       cpu_what = e.what();
     }
-    expect_error([&] { gpu::coo_to_csr(to_device(bad[i]), ctx); }, errc::bad_input, cpu_what);
+    test::expect_error([&] { gpu::coo_to_csr(to_device(bad[i]), ctx); }, errc::bad_input, cpu_what);
   }
   // The GPU stays usable after refusing input.
   EXPECT_TRUE(equal(to_host(gpu::coo_to_csr(to_device(good), ctx)), cpu::coo_to_csr(good)));

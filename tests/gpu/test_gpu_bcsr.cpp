@@ -20,6 +20,7 @@
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv_bcsr.hpp"
 #include "tests/support/expect.hpp"
+#include "tests/support/gpu.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -30,28 +31,6 @@ namespace {
 // The generated matrix whose x alone would take 2^28 elements: left out of the SpMV tests.
 constexpr std::string_view huge_cols = "cols_near_2pow28";
 
-struct named_csr {
-  std::string name;
-  csr<double, std::int32_t> a;
-};
-
-// The shared real matrices (the complex young1c.mtx is refused: errc::unsupported), parsed
-// once for the whole file.
-const std::vector<named_csr>& real_inputs() {
-  static const std::vector<named_csr> all = [] {
-    std::vector<named_csr> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, std::int32_t>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
-
 // Automatic, one free side, every compile-time size of the kernel (squares 1..4, 6, 8;
 // r in that set with another c) and the generic kernel (16 x 16, 16 x 1, 5 x 7).
 const std::vector<bcsr_params> requests = {{0, 0},   {1, 1},  {2, 2},  {3, 3}, {4, 4}, {6, 6}, {8, 8},
@@ -60,28 +39,6 @@ const std::vector<bcsr_params> real_requests = {{0, 0}, {4, 4}, {3, 5}};
 
 std::string describe(const bcsr_params& p) {
   return "block " + std::to_string(p.block_rows) + " x " + std::to_string(p.block_cols);
-}
-
-template <class V>
-std::int64_t max_row_length(const csr<V, std::int32_t>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
-}
-
-template <class T>
-std::vector<T> download(const device_array<T>& d) {
-  std::vector<T> h(d.size());
-  d.download(h.data());
-  return h;
 }
 
 // The block size is resolved on the host (the CPU's exact rule), as a GPU caller does; the
@@ -95,7 +52,7 @@ void check_conversions(const csr<V, std::int32_t>& a, const bcsr_params& request
   try {
     want = cpu::csr_to_bcsr(a, p);
   } catch (const error& e) {
-    expect_error([&] { gpu::csr_to_bcsr(to_device(a), p, ctx); }, e.code(), e.what());
+    test::expect_error([&] { gpu::csr_to_bcsr(to_device(a), p, ctx); }, e.code(), e.what());
     return;
   }
   const auto got = to_host(gpu::csr_to_bcsr(to_device(a), p, ctx));
@@ -109,16 +66,16 @@ template <class V>
 void check_spmv(const csr<V, std::int32_t>& a, const bcsr<V>& b, gpu_context& ctx) {
   SCOPED_TRACE(std::string(type_name<V>()) + " " + describe(b.params));
   const auto d = to_device(b);
-  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair<V, V>{1, 0}, std::pair<V, V>{-0.5, 2}}) {
     dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
     gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx);
     ctx.synchronize();
-    const auto y = download(dy);
+    const auto y = test::download(dy);
     EXPECT_LE(cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data()), tol)
         << "alpha " << alpha << " beta " << beta;
   }
@@ -159,9 +116,9 @@ TEST(GpuBcsrConvert, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuBcsrConvert, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     const auto f = test::cast_values<float>(in.a);
     for (const auto& p : real_requests) {
@@ -213,7 +170,7 @@ TEST(GpuBcsrConvert, RefusesFillBeyondTheCapWithTheCpuMessage) {
   };
   const auto fits = make(5467);
   EXPECT_TRUE(equal(to_host(gpu::csr_to_bcsr(to_device(fits), {16, 16}, ctx)), cpu::csr_to_bcsr(fits, {16, 16})));
-  expect_error([&] { gpu::csr_to_bcsr(to_device(make(5468)), {16, 16}, ctx); }, errc::unsupported,
+  test::expect_error([&] { gpu::csr_to_bcsr(to_device(make(5468)), {16, 16}, ctx); }, errc::unsupported,
                "bcsr: 16 x 16 blocks need 1399808 values for 5468 entries, beyond the limit of 1399616 values");
   // The context stays usable after a refusal.
   EXPECT_TRUE(equal(to_host(gpu::csr_to_bcsr(to_device(fits), {16, 1}, ctx)), cpu::csr_to_bcsr(fits, {16, 1})));
@@ -223,8 +180,8 @@ TEST(GpuBcsrConvert, RequiresAResolvedBlockSize) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto d = to_device(test::random_csr(20, 20, 3.0, 5));
-  expect_error([&] { gpu::csr_to_bcsr(d, {0, 4}, ctx); }, errc::usage, "block_rows = 0 is out of range [1, 16]");
-  expect_error([&] { gpu::csr_to_bcsr(d, {4, 17}, ctx); }, errc::usage, "block_cols = 17 is out of range [1, 16]");
+  test::expect_error([&] { gpu::csr_to_bcsr(d, {0, 4}, ctx); }, errc::usage, "block_rows = 0 is out of range [1, 16]");
+  test::expect_error([&] { gpu::csr_to_bcsr(d, {4, 17}, ctx); }, errc::usage, "block_cols = 17 is out of range [1, 16]");
 }
 
 // ---- SpMV -------------------------------------------------------------------------------
@@ -245,9 +202,9 @@ TEST(GpuBcsrSpmv, MatchesTheCpuReferenceOnGeneratedMatrices) {
 
 TEST(GpuBcsrSpmv, MatchesTheCpuReferenceOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     const auto f = test::cast_values<float>(in.a);
     for (const auto& p : real_requests) {

@@ -22,6 +22,7 @@
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv_ccoo.hpp"
 #include "tests/support/expect.hpp"
+#include "tests/support/gpu.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -32,28 +33,6 @@ namespace {
 // The generated matrix whose x alone would take 2^28 elements: left out of the SpMV tests.
 constexpr std::string_view huge_cols = "cols_near_2pow28";
 
-struct named_csr {
-  std::string name;
-  csr<double, std::int32_t> a;
-};
-
-// The shared real matrices (the complex young1c.mtx is refused: errc::unsupported), parsed
-// once for the whole file.
-const std::vector<named_csr>& real_inputs() {
-  static const std::vector<named_csr> all = [] {
-    std::vector<named_csr> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, std::int32_t>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
-
 // Automatic, the paper's 256 x 4, and chunks that are small, odd (B not a multiple of the
 // warp), or hold K beyond the kernel's compile-time K (8, 1024), so that rows span many
 // chunks, the last chunk is partial and every kernel variant runs.
@@ -63,28 +42,6 @@ const std::vector<ccoo_params> real_requests = {{0, 0}, {256, 4}, {3, 2}};
 
 std::string describe(const ccoo_params& p) {
   return "chunk " + std::to_string(p.chunk_b) + "x" + std::to_string(p.chunk_k);
-}
-
-template <class V>
-std::int64_t max_row_length(const csr<V, std::int32_t>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
-}
-
-template <class T>
-std::vector<T> download(const device_array<T>& d) {
-  std::vector<T> h(d.size());
-  d.download(h.data());
-  return h;
 }
 
 // The parameters are resolved on the host (cpu::resolve_ccoo_params), as a GPU caller does;
@@ -105,16 +62,16 @@ template <class V>
 void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ctx) {
   SCOPED_TRACE(std::string(type_name<V>()) + " " + describe(m.params));
   const auto d = to_device(m);
-  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair<V, V>{1, 0}, std::pair<V, V>{-0.5, 2}}) {
     dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
     gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx);
     ctx.synchronize();
-    const auto y = download(dy);
+    const auto y = test::download(dy);
     EXPECT_LE(cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data()), tol)
         << "alpha " << alpha << " beta " << beta;
   }
@@ -157,9 +114,9 @@ TEST(GpuCcooConvert, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuCcooConvert, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     for (const auto& p : real_requests) check_both_types(in.a, p, ctx);
   }
@@ -236,15 +193,15 @@ TEST(GpuCcooConvert, RefusesPaddedEntriesBeyondInt32WithTheCpuMessage) {
   } catch (const error& e) {
     cpu_what = e.what();
   }
-  expect_error([&] { gpu::csr_to_ccoo(to_device(a), {256, 1024}, ctx); }, errc::unsupported, cpu_what);
+  test::expect_error([&] { gpu::csr_to_ccoo(to_device(a), {256, 1024}, ctx); }, errc::unsupported, cpu_what);
 }
 
 TEST(GpuCcooConvert, RequiresResolvedParameters) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto d = to_device(test::random_csr(20, 20, 3.0, 5));
-  expect_error([&] { gpu::csr_to_ccoo(d, {0, 4}, ctx); }, errc::usage, "chunk_b = 0 is out of range [1, 256]");
-  expect_error([&] { gpu::csr_to_ccoo(d, {256, 1025}, ctx); }, errc::usage, "chunk_k = 1025 is out of range [1, 1024]");
+  test::expect_error([&] { gpu::csr_to_ccoo(d, {0, 4}, ctx); }, errc::usage, "chunk_b = 0 is out of range [1, 256]");
+  test::expect_error([&] { gpu::csr_to_ccoo(d, {256, 1025}, ctx); }, errc::usage, "chunk_k = 1025 is out of range [1, 1024]");
 }
 
 // ---- SpMV -------------------------------------------------------------------------------
@@ -265,9 +222,9 @@ TEST(GpuCcooSpmv, MatchesTheCpuReferenceOnGeneratedMatrices) {
 
 TEST(GpuCcooSpmv, MatchesTheCpuReferenceOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     const auto f = test::cast_values<float>(in.a);
     for (const auto& p : real_requests) {
@@ -291,7 +248,7 @@ TEST(GpuCcooSpmv, PaddingDoesNotTouchInfinitiesInX) {
   dy.upload(y0.data(), y0.size());
   gpu::spmv(d, 1.0, dx.data(), 0.0, dy.data(), ctx);
   ctx.synchronize();
-  const auto y = download(dy);
+  const auto y = test::download(dy);
   EXPECT_EQ(y[0], std::numeric_limits<double>::infinity());
   EXPECT_EQ(y[1], 0.0);
 }

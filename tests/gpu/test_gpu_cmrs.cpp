@@ -22,6 +22,7 @@
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv_cmrs.hpp"
 #include "tests/support/expect.hpp"
+#include "tests/support/gpu.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -53,28 +54,6 @@ std::string describe(const cmrs_params& p) {
          (p.sort_columns ? " sorted" : "");
 }
 
-struct named_csr {
-  std::string name;
-  csr<double, I> a;
-};
-
-// The shared real matrices spconv reads (the complex one is refused: errc::unsupported),
-// parsed once for the whole binary.
-const std::vector<named_csr>& real_inputs() {
-  static const std::vector<named_csr> all = [] {
-    std::vector<named_csr> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, I>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
-
 // The spec's worked example (specs/formats/cmrs.md): an empty row, a stored zero.
 csr<double, I> example() {
   csr<double, I> a;
@@ -83,28 +62,6 @@ csr<double, I> example() {
   a.col_idx = {0, 2, 1, 3, 5, 0, 2, 4, 1, 5, 0, 1, 2};
   a.values = {1, 2, 3, 4, 5, 6, 0, 7, 8, 9, 10, 11, 12};
   return a;
-}
-
-template <class V>
-std::int64_t max_row_length(const csr<V, I>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
-}
-
-template <class T>
-std::vector<T> download(const device_array<T>& d) {
-  std::vector<T> h(d.size());
-  d.download(h.data());
-  return h;
 }
 
 template <class V>
@@ -132,18 +89,18 @@ void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
 template <class V>
 void check_spmv_of(const csr<V, I>& a, const cmrs<V>& m, gpu_context& ctx) {
   const auto dm = to_device(m);
-  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair{V(1), V(0)}, std::pair{V(-0.5), V(2)}}) {
     SCOPED_TRACE("alpha " + std::to_string(alpha) + " beta " + std::to_string(beta));
     const std::vector<V>& start = beta == V(0) ? nan : y0;
     dy.upload(start.data(), start.size());
     gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx);
     ctx.synchronize();
-    const std::vector<V> y = download(dy);
+    const std::vector<V> y = test::download(dy);
     EXPECT_LE(cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data()), tol);
     std::vector<V> ref = start;
     cpu::spmv(m, alpha, x.data(), beta, ref.data());
@@ -179,9 +136,9 @@ TEST(GpuCmrsConvert, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuCmrsConvert, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     check_conversions<double>(in.a, ctx);
     check_conversions<float>(in.a, ctx);
@@ -206,11 +163,11 @@ TEST(GpuCmrsConvert, RefusesUnresolvedParametersAndTooManyColumns) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto d = to_device(example());
-  expect_error([&] { gpu::csr_to_cmrs(d, P(0, 32), ctx); }, errc::usage, "pass resolved parameters");
-  expect_error([&] { gpu::csr_to_cmrs(d, P(4, 0), ctx); }, errc::usage, "pass resolved parameters");
-  expect_error([&] { gpu::csr_to_cmrs(d, P(17, 32), ctx); }, errc::usage, "height = 17 is out of range");
-  expect_error([&] { gpu::csr_to_cmrs(d, P(4, 4), ctx); }, errc::usage, "height * modulo = 4 * 4 is below 32");
-  expect_error([&] { gpu::csr_to_cmrs(d, P(16, 8, true), ctx); }, errc::usage, "sort_columns");
+  test::expect_error([&] { gpu::csr_to_cmrs(d, P(0, 32), ctx); }, errc::usage, "pass resolved parameters");
+  test::expect_error([&] { gpu::csr_to_cmrs(d, P(4, 0), ctx); }, errc::usage, "pass resolved parameters");
+  test::expect_error([&] { gpu::csr_to_cmrs(d, P(17, 32), ctx); }, errc::usage, "height = 17 is out of range");
+  test::expect_error([&] { gpu::csr_to_cmrs(d, P(4, 4), ctx); }, errc::usage, "height * modulo = 4 * 4 is below 32");
+  test::expect_error([&] { gpu::csr_to_cmrs(d, P(16, 8, true), ctx); }, errc::usage, "sort_columns");
   csr<double, I> wide;
   wide.rows = 2;
   wide.cols = cmrs_max_cols + 1;
@@ -222,7 +179,7 @@ TEST(GpuCmrsConvert, RefusesUnresolvedParametersAndTooManyColumns) {
     cpu_what = e.what();
   }
   ASSERT_FALSE(cpu_what.empty());
-  expect_error([&] { gpu::csr_to_cmrs(to_device(wide), P(4, 32), ctx); }, errc::unsupported, cpu_what);
+  test::expect_error([&] { gpu::csr_to_cmrs(to_device(wide), P(4, 32), ctx); }, errc::unsupported, cpu_what);
   // The GPU stays usable after refusing.
   EXPECT_TRUE(equal(to_host(gpu::csr_to_cmrs(d, P(4, 32), ctx)), cpu::csr_to_cmrs(example(), P(4, 32))));
 }
@@ -244,9 +201,9 @@ TEST(GpuCmrsSpmv, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuCmrsSpmv, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     check_spmv<double>(in.a, ctx);
     check_spmv<float>(in.a, ctx);
@@ -281,11 +238,11 @@ TEST(GpuCmrsSpmv, RefusesParametersOutsideTheFormat) {
   device_array<double> x(6), y(6);
   auto bad = to_device(m);
   bad.params.height = 0;
-  expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height = 0");
+  test::expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height = 0");
   bad.params.height = 2;
   bad.params.modulo = 8;
-  expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height * modulo = 16");
+  test::expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height * modulo = 16");
   bad.params.height = 3;
   bad.params.modulo = 32;
-  expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "strip_ptr has 4 elements");
+  test::expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "strip_ptr has 4 elements");
 }

@@ -19,6 +19,7 @@
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv_csr5.hpp"
 #include "tests/support/expect.hpp"
+#include "tests/support/gpu.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -27,23 +28,6 @@ namespace {
 
 // The generated matrix whose x alone would take 2^28 elements: left out of the SpMV tests.
 constexpr std::string_view huge_cols = "cols_near_2pow28";
-
-// The shared real matrices (the complex young1c.mtx is refused: errc::unsupported), parsed
-// once.
-const std::vector<test::generated>& real_inputs() {
-  static const std::vector<test::generated> all = [] {
-    std::vector<test::generated> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, std::int32_t>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
 
 // Row r gets lengths[r] strictly increasing columns (a stride through [0, cols)) and
 // values exactly representable in float.
@@ -88,21 +72,6 @@ std::vector<test::generated> edge_matrices() {
   return {{"tile_edges", tile_edges()}, {"large_mixed", large_mixed()}};
 }
 
-template <class V>
-std::int64_t max_row_length(const csr<V, std::int32_t>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
-}
-
 std::string describe(const csr5_params& p) {
   return "omega " + std::to_string(p.omega) + " sigma " + std::to_string(p.sigma);
 }
@@ -143,11 +112,11 @@ void check_spmv(const csr<double, std::int32_t>& src, const csr5_params& p, gpu_
   SCOPED_TRACE(std::string(type_name<V>()) + " " + describe(p));
   const csr<V, std::int32_t> a = test::cast_values<V>(src);
   const auto d = to_device(cpu::csr_to_csr5(a, p));
-  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair{V(1), V(0)}, std::pair{V(-0.5), V(2)}}) {
     dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
     gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx);
@@ -178,9 +147,9 @@ TEST(GpuCsr5Convert, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuCsr5Convert, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     const auto gpu_default = cpu::resolve_csr5_params(in.a, {});
     for (const csr5_params& p : {gpu_default, cpu::resolve_csr5_params(in.a, {}, csr5_target::cpu), csr5_params{32, 64},
@@ -251,9 +220,9 @@ TEST(GpuCsr5Spmv, MatchesTheReferenceOnGeneratedMatrices) {
 
 TEST(GpuCsr5Spmv, MatchesTheReferenceOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     for (const csr5_params& p : {cpu::resolve_csr5_params(in.a, {}), csr5_params{32, 64}, csr5_params{4, 16}}) {
       check_spmv<double>(in.a, p, ctx);

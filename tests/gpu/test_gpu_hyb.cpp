@@ -18,6 +18,7 @@
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv_hyb.hpp"
 #include "tests/support/expect.hpp"
+#include "tests/support/gpu.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -26,30 +27,6 @@ namespace {
 
 // The generated matrix whose x alone would take 2^28 elements: left out of the SpMV tests.
 constexpr std::string_view huge_cols = "cols_near_2pow28";
-
-// The shared real matrices (the complex young1c.mtx is refused: errc::unsupported), parsed
-// once.
-const std::vector<test::generated>& real_inputs() {
-  static const std::vector<test::generated> all = [] {
-    std::vector<test::generated> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, std::int32_t>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
-
-template <class V>
-std::int64_t max_row_length(const csr<V, std::int32_t>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
 
 // More than 4096 rows (so the automatic width is not 0) and over 10^5 entries: many thread
 // blocks, a tail spread over many warps, rows of 2000 entries (tail pieces crossing warps),
@@ -70,14 +47,6 @@ csr<double, std::int32_t> large_mixed() {
     a.row_ptr.push_back(static_cast<std::int32_t>(a.col_idx.size()));
   }
   return a;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
 }
 
 // Both directions: GPU CSR -> HYB equals the CPU's for the resolved request, and GPU HYB ->
@@ -108,11 +77,11 @@ void check_spmv(const csr<double, std::int32_t>& src, std::int64_t request, gpu_
   SCOPED_TRACE(std::string(type_name<V>()) + " ell_width request " + std::to_string(request));
   const csr<V, std::int32_t> a = test::cast_values<V>(src);
   const auto d = to_device(cpu::csr_to_hyb(a, {request}));
-  const std::vector<V> x = test_vector<V>(a.cols, 1), y0 = test_vector<V>(a.rows, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair{V(1), V(0)}, std::pair{V(-0.5), V(2)}}) {
     dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
     gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx);
@@ -141,7 +110,7 @@ TEST(GpuHybConvert, MatchesTheCpuOnGeneratedMatrices) {
     SCOPED_TRACE(g.name);
     const auto f = test::cast_values<float>(g.a);
     for (std::int64_t w : {std::int64_t{0}, std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{8},
-                           max_row_length(g.a) + 1}) {
+                           test::max_row_length(g.a) + 1}) {
       check_conversions(g.a, w, ctx);
       check_conversions(f, w, ctx);
     }
@@ -150,9 +119,9 @@ TEST(GpuHybConvert, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuHybConvert, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     for (std::int64_t w : {0, 1, 4}) check_conversions(in.a, w, ctx);
     check_conversions(test::cast_values<float>(in.a), 0, ctx);
@@ -190,7 +159,7 @@ TEST(GpuHybSpmv, MatchesTheReferenceOnGeneratedMatrices) {
     // 0: the automatic width (all COO below 4096 rows); 2 and 5: both parts; beyond the
     // longest row: ELL only, where the container cap allows that much padding (the
     // conversion test checks the refusal).
-    const std::int64_t ell_only = max_row_length(g.a) + 1;
+    const std::int64_t ell_only = test::max_row_length(g.a) + 1;
     for (std::int64_t w : {std::int64_t{0}, std::int64_t{2}, std::int64_t{5}, ell_only}) {
       if (g.a.rows > 0 && w > ell_slot_cap(g.a.nnz(), g.a.rows) / g.a.rows) continue;
       check_spmv<double>(g.a, w, ctx);
@@ -201,9 +170,9 @@ TEST(GpuHybSpmv, MatchesTheReferenceOnGeneratedMatrices) {
 
 TEST(GpuHybSpmv, MatchesTheReferenceOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     for (std::int64_t w : {0, 2}) {
       check_spmv<double>(in.a, w, ctx);

@@ -22,6 +22,7 @@
 #include "kernels/cpu/spmv_mbr.hpp"
 #include "kernels/gpu/spmv_mbr.hpp"
 #include "tests/support/expect.hpp"
+#include "tests/support/gpu.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -44,28 +45,6 @@ const std::vector<mbr_params> requests = {block(0, 0), block(1, 1), block(2, 2),
 
 std::string describe(const mbr_params& p) { return std::to_string(p.block_rows) + "x" + std::to_string(p.block_cols); }
 
-struct named_csr {
-  std::string name;
-  csr<double, I> a;
-};
-
-// The shared real matrices spconv reads (the complex one is refused: errc::unsupported),
-// parsed once for the whole binary.
-const std::vector<named_csr>& real_inputs() {
-  static const std::vector<named_csr> all = [] {
-    std::vector<named_csr> v;
-    for (const auto& p : test::real_matrices()) {
-      try {
-        v.push_back({p.filename().string(), std::get<csr<double, I>>(read_matrix_file(p).matrix)});
-      } catch (const error& e) {
-        if (e.code() != errc::unsupported) throw;
-      }
-    }
-    return v;
-  }();
-  return all;
-}
-
 // The spec's worked example (specs/formats/mbr.md): an empty row, a stored zero, edge blocks.
 csr<double, I> example() {
   csr<double, I> a;
@@ -74,28 +53,6 @@ csr<double, I> example() {
   a.col_idx = {0, 2, 5, 1, 0, 3, 4, 5, 0, 5};
   a.values = {1, 2, 3, 4, 5, 6, 0, 7, 8, 9};
   return a;
-}
-
-template <class V>
-std::int64_t max_row_length(const csr<V, I>& a) {
-  std::int64_t m = 0;
-  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return m;
-}
-
-// Deterministic, varied, exactly representable in float: errors come from the kernels only.
-template <class V>
-std::vector<V> test_vector(std::int64_t n, int salt) {
-  std::vector<V> v(n);
-  for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
-  return v;
-}
-
-template <class T>
-std::vector<T> download(const device_array<T>& d) {
-  std::vector<T> h(d.size());
-  d.download(h.data());
-  return h;
 }
 
 template <class V>
@@ -124,11 +81,11 @@ void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
 template <class V>
 void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>& dm, int k, gpu_context& ctx) {
   SCOPED_TRACE("k = " + std::to_string(k));
-  const std::vector<V> x = test_vector<V>(a.cols * k, 1), y0 = test_vector<V>(a.rows * k, 2);
+  const std::vector<V> x = test::test_vector<V>(a.cols * k, 1), y0 = test::test_vector<V>(a.rows * k, 2);
   const std::vector<V> nan(a.rows * k, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
-  const double tol = cpu::spmv_tolerance<V>(max_row_length(a));
+  const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair{V(1), V(0)}, std::pair{V(-0.5), V(2)}}) {
     SCOPED_TRACE("alpha " + std::to_string(alpha) + " beta " + std::to_string(beta));
     const std::vector<V>& start = beta == V(0) ? nan : y0;
@@ -138,7 +95,7 @@ void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>&
     else
       gpu::spmm(dm, k, alpha, dx.data(), beta, dy.data(), ctx);
     ctx.synchronize();
-    const std::vector<V> y = download(dy);
+    const std::vector<V> y = test::download(dy);
     std::vector<V> ref = start;
     cpu::spmm(m, k, alpha, x.data(), beta, ref.data());
     EXPECT_TRUE(same_bits(y, ref)) << "the GPU kernel's bits differ from cpu::spmm(mbr)";
@@ -184,9 +141,9 @@ TEST(GpuMbrConvert, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuMbrConvert, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     check_conversions<double>(in.a, ctx);
     check_conversions<float>(in.a, ctx);
@@ -211,11 +168,11 @@ TEST(GpuMbrConvert, RefusesUnresolvedAndInvalidBlockSizes) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto d = to_device(example());
-  expect_error([&] { gpu::csr_to_mbr(d, block(0, 4), ctx); }, errc::usage, "pass resolved parameters");
-  expect_error([&] { gpu::csr_to_mbr(d, block(2, 0), ctx); }, errc::usage, "pass resolved parameters");
-  expect_error([&] { gpu::csr_to_mbr(d, block(65, 1), ctx); }, errc::usage, "block_rows = 65 is out of range");
-  expect_error([&] { gpu::csr_to_mbr(d, block(9, 8), ctx); }, errc::unsupported, "a bitmap holds at most 64");
-  expect_error([&] { gpu::csr_to_mbr(d, mbr_params{4, 4, 1}, ctx); }, errc::usage, "need 2");
+  test::expect_error([&] { gpu::csr_to_mbr(d, block(0, 4), ctx); }, errc::usage, "pass resolved parameters");
+  test::expect_error([&] { gpu::csr_to_mbr(d, block(2, 0), ctx); }, errc::usage, "pass resolved parameters");
+  test::expect_error([&] { gpu::csr_to_mbr(d, block(65, 1), ctx); }, errc::usage, "block_rows = 65 is out of range");
+  test::expect_error([&] { gpu::csr_to_mbr(d, block(9, 8), ctx); }, errc::unsupported, "a bitmap holds at most 64");
+  test::expect_error([&] { gpu::csr_to_mbr(d, mbr_params{4, 4, 1}, ctx); }, errc::usage, "need 2");
   // The GPU stays usable after refusing; a concrete bitmap_bytes is accepted as well as 0.
   EXPECT_TRUE(equal(to_host(gpu::csr_to_mbr(d, mbr_params{4, 4, 2}, ctx)), cpu::csr_to_mbr(example(), block(4, 4))));
 }
@@ -237,9 +194,9 @@ TEST(GpuMbrSpmv, MatchesTheCpuOnGeneratedMatrices) {
 
 TEST(GpuMbrSpmv, MatchesTheCpuOnRealMatrices) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ASSERT_FALSE(real_inputs().empty()) << "no matrices under " << test::shared_dir();
+  ASSERT_FALSE(test::real_set().empty()) << "no matrices under " << test::shared_dir();
   gpu_context ctx;
-  for (const auto& in : real_inputs()) {
+  for (const auto& in : test::real_set()) {
     SCOPED_TRACE(in.name);
     check_products<double>(in.a, {1, 4}, ctx);
     check_products<float>(in.a, {1, 4}, ctx);
@@ -271,7 +228,7 @@ TEST(GpuMbrSpmv, RefusesNoVectorsAndInvalidBlocks) {
   gpu_context ctx;
   auto dm = to_device(cpu::csr_to_mbr(example(), block(4, 4)));
   device_array<double> x(12), y(12);
-  expect_error([&] { gpu::spmm(dm, 0, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "k = 0 vectors");
+  test::expect_error([&] { gpu::spmm(dm, 0, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "k = 0 vectors");
   dm.params.bitmap_bytes = 4;
-  expect_error([&] { gpu::spmv(dm, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "not a valid mbr block");
+  test::expect_error([&] { gpu::spmv(dm, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "not a valid mbr block");
 }

@@ -1,5 +1,7 @@
 #include "tests/support/matrices.hpp"
 
+#include "io/matrix_file.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <random>
@@ -8,15 +10,19 @@
 namespace spconv::test {
 namespace fs = std::filesystem;
 
-// SPCONV_SHARED_DIR in the environment overrides the configured path: the GPU machine runs
-// the test binary in a copy of the tree where ../shared is absent and the data travels
-// elsewhere (shared/tools/gpu-bundle --data).
-fs::path shared_dir() {
-  const char* env = std::getenv("SPCONV_SHARED_DIR");
-  return env && *env ? fs::path(env) : fs::path(SPCONV_SHARED_DIR);
+// The environment overrides the configured paths (SPCONV_SHARED_DIR, SPCONV_SOURCE_DIR,
+// SPCONV_BINARY_DIR): the GPU machine runs the test binary in a copy of the tree where
+// ../shared and the build tree are absent, the data and the programs travel elsewhere
+// (shared/tools/gpu-bundle: .gpu/data, .gpu/bin).
+namespace {
+fs::path configured(const char* name, const char* fallback) {
+  const char* env = std::getenv(name);
+  return env && *env ? fs::path(env) : fs::path(fallback);
 }
-fs::path source_dir() { return SPCONV_SOURCE_DIR; }
-fs::path binary_dir() { return SPCONV_BINARY_DIR; }
+}  // namespace
+fs::path shared_dir() { return configured("SPCONV_SHARED_DIR", SPCONV_SHARED_DIR); }
+fs::path source_dir() { return configured("SPCONV_SOURCE_DIR", SPCONV_SOURCE_DIR); }
+fs::path binary_dir() { return configured("SPCONV_BINARY_DIR", SPCONV_BINARY_DIR); }
 
 static std::vector<fs::path> list_mtx(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -28,6 +34,21 @@ static std::vector<fs::path> list_mtx(const fs::path& dir) {
 }
 std::vector<fs::path> real_matrices() { return list_mtx(shared_dir() / "matrices" / "real"); }
 std::vector<fs::path> small_matrices() { return list_mtx(shared_dir() / "matrices" / "small"); }
+
+const std::vector<generated>& real_set() {
+  static const std::vector<generated> all = [] {
+    std::vector<generated> v;
+    for (const auto& p : real_matrices()) {
+      try {
+        v.push_back({p.filename().string(), std::get<csr<double, std::int32_t>>(read_matrix_file(p).matrix)});
+      } catch (const error& e) {
+        if (e.code() != errc::unsupported) throw;  // only the complex matrix may be refused
+      }
+    }
+    return v;
+  }();
+  return all;
+}
 
 temp_dir::temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "spconv-test-XXXXXX").string();

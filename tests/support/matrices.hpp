@@ -1,6 +1,7 @@
 // Test inputs: the shared SuiteSparse/Matrix Market files and a generator of
 // structured matrices (canonical CSR) covering the shapes that break formats.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -35,6 +36,26 @@ struct generated {
 // row, tall, wide, diagonal, banded, power-law, rows longer than 256 entries, sizes
 // not divisible by common block/tile sizes, columns near the CMRS 2^28 limit.
 std::vector<generated> generator_set();
+
+// Every shared real matrix spconv reads (the complex one is refused), as double CSR, parsed
+// once per test binary: the set the GPU tests run every kernel and conversion on.
+const std::vector<generated>& real_set();
+
+// The longest row.
+template <class V, class I>
+std::int64_t max_row_length(const csr<V, I>& a) {
+  std::int64_t m = 0;
+  for (std::int64_t r = 0; r < a.rows; ++r) m = std::max<std::int64_t>(m, a.row_ptr[r + 1] - a.row_ptr[r]);
+  return m;
+}
+
+// Deterministic, varied, exactly representable in float: errors come from the kernels only.
+template <class V>
+std::vector<V> test_vector(std::int64_t n, int salt) {
+  std::vector<V> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<V>(((i * 37 + salt * 11) % 101) - 50) / V(16);
+  return v;
+}
 
 // Random canonical CSR: rows x cols with about `per_row` entries per row.
 csr<double, std::int32_t> random_csr(std::int64_t rows, std::int64_t cols, double per_row, std::uint64_t seed);

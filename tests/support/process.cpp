@@ -35,7 +35,14 @@ run_result run_process(const std::vector<std::string>& argv, const std::vector<s
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  // An extra entry replaces an inherited one of the same name (getenv returns the first).
+  auto name_of = [](const std::string& e) { return e.substr(0, e.find('=')); };
+  for (char** e = environ; *e; ++e) {
+    const std::string inherited(*e);
+    bool replaced = false;
+    for (const auto& x : env) replaced |= name_of(x) == name_of(inherited);
+    if (!replaced) env_strings.push_back(inherited);
+  }
   for (const auto& e : env) env_strings.push_back(e);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());

@@ -1,0 +1,16 @@
+// COO SpMV on the GPU, y = alpha*A*x + beta*y (liu-thesis-csr5.txt sec. 5.2.3): y is scaled by
+// beta, then a warp per 32 consecutive entries adds its row pieces (segmented sum by shuffles,
+// one atomicAdd per piece). Queued on ctx's stream; beta == 0 writes y without reading it.
+// `a` must be row-sorted as validate() requires (the segmented sum relies on it).
+#pragma once
+#ifdef SPCONV_HAVE_CUDA
+#include "formats/coo.hpp"
+#include "formats/device.hpp"
+
+namespace spconv::gpu {
+
+template <class V, class I>
+void spmv(const coo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+
+}  // namespace spconv::gpu
+#endif  // SPCONV_HAVE_CUDA

@@ -1,0 +1,25 @@
+// HOLA-SpMV (globally homogeneous, locally adaptive; hola-spmv-steinberger.txt sec. 3) on plain
+// CSR: no preprocessing, no stored extra arrays, two kernels per product. y = alpha*A*x +
+// beta*y with A, x and y in device memory, queued on ctx's stream (complete after
+// ctx.synchronize()); beta == 0 writes y without reading it. Uses ctx.workspace() for the
+// per-block row starts (8 bytes per 2048 entries). Results may differ in the last bits from
+// run to run (shared-memory atomics order partial sums), within the bound of specs/gpu.md.
+#pragma once
+#ifdef SPCONV_HAVE_CUDA
+#include "formats/csr.hpp"
+#include "formats/device.hpp"
+
+namespace spconv::gpu {
+
+// Entries per thread and threads per block of the core kernel: every block takes exactly
+// hola_entries_per_block consecutive entries (sec. 3.1, strict non-zero splitting; the paper
+// uses "between two and four thousand").
+inline constexpr int hola_entries_per_thread = 8;
+inline constexpr int hola_block_threads = 256;
+inline constexpr int hola_entries_per_block = hola_entries_per_thread * hola_block_threads;
+
+template <class V, class I>
+void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+
+}  // namespace spconv::gpu
+#endif  // SPCONV_HAVE_CUDA
