@@ -1,13 +1,15 @@
 // spconv info FILE [--json]
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "convert/graph.hpp"
+#include "convert/select_format.hpp"
 #include "formats/csr_stats.hpp"
 #include "formats/describe.hpp"
-#include "io/matrix_file.hpp"
+#include "io/api.hpp"
 #include "tools/commands.hpp"
 
 namespace spconv::cli {
@@ -79,7 +81,9 @@ command add_info(CLI::App& app) {
             j["formats"] = nlohmann::ordered_json::array();
             for (const auto& sf : stored) {
               // Loading validates the format; its parameters and figures come from it.
-              const any_matrix m = format_name(f.matrix) == sf.name ? f.matrix : read_container(o->file, sf.name);
+              read_options group;
+              group.format = sf.name;
+              const any_matrix m = format_name(f.matrix) == sf.name ? f.matrix : read(o->file, group);
               nlohmann::ordered_json params = nlohmann::ordered_json::object(), figures = nlohmann::ordered_json::object();
               for (const auto& [k, v] : params_of(m)) params[k] = v;
               for (const auto& [k, v] : figures_of(m)) figures[k] = v;
@@ -91,6 +95,17 @@ command add_info(CLI::App& app) {
                                       {"stored_bytes", sf.stored_bytes},
                                       {"bytes_per_nnz", s.nnz ? double(sf.raw_bytes) / double(s.nnz) : 0.0},
                                       {"bytes_vs_csr", csr_b > 0 ? double(sf.raw_bytes) / csr_b : 0.0}});
+            }
+            // The formats expected to give the fastest SpMV (specs/select_format.md).
+            const format_choice recommended[] = {select_format(f.matrix, spmv_device::gpu),
+                                                 select_format(f.matrix, spmv_device::cpu)};
+            for (const format_choice& c : recommended) {
+              nlohmann::ordered_json st = nlohmann::ordered_json::object();
+              for (const auto& [k, v] : choice_statistics(c))  // counts print as integers
+                st[k] = v == std::trunc(v) && std::abs(v) < 0x1p53 ? nlohmann::ordered_json(static_cast<std::int64_t>(v))
+                                                                   : nlohmann::ordered_json(v);
+              j["recommendation"][std::string(to_string(c.device))] = {
+                  {"format", c.format}, {"reason", c.reason}, {"step", c.step}, {"statistics", st}};
             }
             if (o->json) {
               std::cout << j.dump(2) << "\n";
@@ -122,6 +137,7 @@ command add_info(CLI::App& app) {
                           << jf["stored_bytes"].get<std::uint64_t>() << " bytes stored\n";
               }
             }
+            for (const format_choice& c : recommended) std::cout << "  recommend   " << describe_choice(c) << "\n";
             return 0;
           }};
 }

@@ -3,10 +3,7 @@
 #include <iostream>
 #include <random>
 
-#include "convert/graph.hpp"
-#include "io/matrix_file.hpp"
-#include "kernels/cpu/spmv.hpp"
-#include "kernels/cpu/spmv_csr.hpp"
+#include "io/api.hpp"
 #include "tools/commands.hpp"
 
 namespace spconv::cli {
@@ -41,6 +38,13 @@ check_result check_spmv(const any_matrix& x_form, const csr<V, I>& ref) {
   return {worst <= tol, buf};
 }
 
+// Reads one stored format of the container as it is (no value cast).
+read_options stored(const std::string& format) {
+  read_options ro;
+  ro.format = format;
+  return ro;
+}
+
 }  // namespace
 
 command add_validate(CLI::App& app) {
@@ -65,16 +69,16 @@ command add_validate(CLI::App& app) {
             if (!o->against.empty()) {
               convert_options co;
               co.index = info.index;
-              reference = convert(read_matrix_file(o->against, ro).matrix, "csr", co);
+              reference = convert(read(o->against, ro), "csr", co);
             } else {
               for (const auto& sf : info.formats)
-                if (sf.name == "csr") reference = read_container(o->file, "csr");
+                if (sf.name == "csr") reference = read(o->file, stored(sf.name));
             }
             int failures = 0;
             for (const auto& sf : info.formats) {
               check_result r;
               try {
-                const any_matrix m = read_container(o->file, sf.name);  // validates the invariants
+                const any_matrix m = read(o->file, stored(sf.name));  // validates the invariants
                 const any_matrix back = convert(m, "csr");
                 const any_matrix& ref = reference ? *reference : back;
                 if (reference && !equal(back, *reference)) {

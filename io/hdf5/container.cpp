@@ -5,23 +5,16 @@
 // alternatives by name, value type and index type.
 #include "io/hdf5/container.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <exception>
-#include <limits>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
 #include "io/atomic_file.hpp"
+#include "io/hdf5/container_read.hpp"
 #include "io/hdf5/h5.hpp"
 #include "io/hdf5/zstd_filter.hpp"
 
@@ -29,52 +22,14 @@ namespace spconv {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::int64_t container_version = 1;
+using namespace container_detail;
+
 constexpr hsize_t chunk_elements = hsize_t{1} << 20;
 constexpr int zstd_max_level = 22;
-constexpr std::string_view symmetries[] = {"", "general", "symmetric", "skew-symmetric", "hermitian"};
-
-bool known_symmetry(std::string_view s) {
-  return std::find(std::begin(symmetries), std::end(symmetries), s) != std::end(symmetries);
-}
-
-std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
-
-// Whether (indices_0[k], indices_1[k]) strictly increase, binsparse's COO order; found by
-// binsparse's array names, false if the format has no such pair of index arrays.
-template <class Fmt>
-bool binsparse_sorted_pairs(const Fmt& m) {
-  using I = typename Fmt::index_type;
-  const array<I>* idx[2] = {nullptr, nullptr};
-  Fmt::for_each_array(m, [&](std::string_view name, const auto& arr) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arr)>, array<I>>) {
-      if (name == "indices_0") idx[0] = &arr;
-      if (name == "indices_1") idx[1] = &arr;
-    }
-  });
-  if (!idx[0] || !idx[1]) return false;
-  const auto &r = *idx[0], &c = *idx[1];
-  for (std::size_t k = 1; k < r.size(); ++k)
-    if (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) return false;
-  return true;
-}
-
-// The binsparse format `m` is an instance of (section 3), "" if none: canonical CSR
-// always is (validate() enforces binsparse's order); COO only when sorted without
-// duplicates, since binsparse's COO (= COOR) requires it and ours may be in file order.
-template <class Fmt>
-std::string_view binsparse_format(const Fmt& m) {
-  if (Fmt::name == "csr") return "CSR";
-  if (Fmt::name == "coo" && binsparse_sorted_pairs(m)) return "COO";
-  return {};
-}
 
 std::int64_t nnz_of(const any_matrix& m) {
   return std::visit([](const auto& x) { return x.nnz(); }, m);
 }
-
-template <class A>
-using element_t = typename std::remove_cvref_t<A>::value_type;
 
 // ---- attributes -----------------------------------------------------------------------
 // `obj` is the object's path in the file, for messages ("/", "/csr").
@@ -104,159 +59,7 @@ void write_string(hid_t loc, const std::string& obj, const std::string& name, co
   h5::check(H5Awrite(attr, type, value.c_str()), what + ": writing");
 }
 
-// The file being read, for messages and for refusing lies (errc::bad_input).
-struct source {
-  std::string path;
-  [[noreturn]] void lie(const std::string& obj, const std::string& what) const {
-    fail(errc::bad_input, path + ": " + obj + ": " + what);
-  }
-};
-
-h5::handle open_attr(const source& s, hid_t loc, const std::string& obj, const std::string& name) {
-  const htri_t exists = H5Aexists(loc, name.c_str());
-  h5::check(exists, obj + ": looking up attribute '" + name + "'");
-  if (exists == 0) s.lie(obj, "attribute '" + name + "' is missing");
-  return h5::own_attr(H5Aopen(loc, name.c_str(), H5P_DEFAULT), obj + ": opening attribute '" + name + "'");
-}
-
-// `count` integers (any HDF5 integer type, converted to int64).
-std::vector<std::int64_t> read_ints(const source& s, hid_t loc, const std::string& obj, const std::string& name,
-                                    hssize_t count) {
-  auto attr = open_attr(s, loc, obj, name);
-  const std::string what = obj + ": attribute '" + name + "'";
-  auto type = h5::own_type(H5Aget_type(attr), what);
-  if (H5Tget_class(type) != H5T_INTEGER) s.lie(obj, "attribute '" + name + "' is " + h5::describe_type(type) + ", expected an integer");
-  auto space = h5::own_space(H5Aget_space(attr), what);
-  const hssize_t n = H5Sget_simple_extent_npoints(space);
-  if (n != count)
-    s.lie(obj, "attribute '" + name + "' has " + std::to_string(n) + " values, expected " + std::to_string(count));
-  std::vector<std::int64_t> v(static_cast<std::size_t>(count));
-  h5::check(H5Aread(attr, H5T_NATIVE_INT64, v.data()), what + ": reading");
-  return v;
-}
-
-std::int64_t read_int(const source& s, hid_t loc, const std::string& obj, const std::string& name) {
-  return read_ints(s, loc, obj, name, 1)[0];
-}
-
-// A scalar string, fixed-length (what spconv writes) or variable-length (what h5py writes).
-std::string read_string(const source& s, hid_t loc, const std::string& obj, const std::string& name) {
-  // Strings are short metadata; a lying type size must not drive an allocation.
-  constexpr std::size_t max_bytes = std::size_t{1} << 20;
-  auto attr = open_attr(s, loc, obj, name);
-  const std::string what = obj + ": attribute '" + name + "'";
-  auto type = h5::own_type(H5Aget_type(attr), what);
-  if (H5Tget_class(type) != H5T_STRING) s.lie(obj, "attribute '" + name + "' is " + h5::describe_type(type) + ", expected a string");
-  auto space = h5::own_space(H5Aget_space(attr), what);
-  if (H5Sget_simple_extent_npoints(space) != 1) s.lie(obj, "attribute '" + name + "' is not a single string");
-  auto mem = h5::own_type(H5Tcopy(H5T_C_S1), what);
-  h5::check(H5Tset_cset(mem, H5Tget_cset(type)), what);
-  const htri_t variable = H5Tis_variable_str(type);
-  h5::check(variable, what);
-  if (variable) {
-    h5::check(H5Tset_size(mem, H5T_VARIABLE), what);
-    char* p = nullptr;
-    h5::check(H5Aread(attr, mem, &p), what + ": reading");
-    std::string out = p ? p : "";
-    H5free_memory(p);
-    return out;
-  }
-  const std::size_t size = H5Tget_size(type);
-  if (size > max_bytes) s.lie(obj, "attribute '" + name + "' is a string of " + std::to_string(size) + " bytes");
-  // One more byte than stored and NUL-terminated, whatever padding the file used.
-  h5::check(H5Tset_size(mem, size + 1), what);
-  h5::check(H5Tset_strpad(mem, H5T_STR_NULLTERM), what);
-  std::string buf(size + 1, '\0');
-  h5::check(H5Aread(attr, mem, buf.data()), what + ": reading");
-  buf.resize(std::strlen(buf.c_str()));
-  return buf;
-}
-
-// ---- links ------------------------------------------------------------------------------
-
-// Names of the hard links directly in `group`, or (recursive) anywhere below it, in name
-// order. Soft and external links are not followed: an external link would make the
-// reader open another file.
-std::vector<std::string> hard_links(hid_t group, const std::string& obj, bool recursive) {
-  struct state {
-    std::vector<std::string> names;
-    std::exception_ptr error;
-  } st;
-  auto collect = [](hid_t, const char* name, const H5L_info_t* info, void* data) -> herr_t {
-    auto* s = static_cast<state*>(data);
-    if (info->type != H5L_TYPE_HARD) return 0;
-    try {
-      s->names.emplace_back(name);
-    } catch (...) {  // nothing may unwind through HDF5's C frames
-      s->error = std::current_exception();
-      return -1;
-    }
-    return 0;
-  };
-  const herr_t r = recursive ? H5Lvisit(group, H5_INDEX_NAME, H5_ITER_INC, collect, &st)
-                             : H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &st);
-  if (st.error) std::rethrow_exception(st.error);
-  h5::check(r, obj + ": listing members");
-  return st.names;
-}
-
-// Whether `rel` (may contain '/') exists below `loc` through hard links only; a soft or
-// external link on the way is a lie (the layout has none).
-bool hard_path_exists(const source& s, hid_t loc, const std::string& obj, const std::string& rel) {
-  for (std::size_t pos = 0;; ++pos) {
-    pos = rel.find('/', pos);
-    const std::string prefix = rel.substr(0, pos);
-    const htri_t e = H5Lexists(loc, prefix.c_str(), H5P_DEFAULT);
-    if (e <= 0) {
-      H5Eclear2(H5E_DEFAULT);  // a missing parent makes H5Lexists fail rather than say 0
-      return false;
-    }
-    H5L_info_t info;
-    h5::check(H5Lget_info(loc, prefix.c_str(), &info, H5P_DEFAULT), obj + "/" + prefix + ": link");
-    if (info.type != H5L_TYPE_HARD) s.lie(obj + "/" + prefix, "is a soft or external link");
-    if (pos == std::string::npos) return true;
-  }
-}
-
 // ---- section 1: the root ----------------------------------------------------------------
-
-container_info read_root(const source& s, hid_t file) {
-  const std::string root = "/";
-  container_info info;
-  const std::int64_t version = read_int(s, file, root, "container_version");
-  if (version != container_version)
-    s.lie(root, "container_version " + std::to_string(version) + " is not known (this spconv reads version " +
-                    std::to_string(container_version) + ")");
-  info.container_version = static_cast<int>(version);
-
-  const auto shape = read_ints(s, file, root, "shape", 2);
-  info.rows = shape[0];
-  info.cols = shape[1];
-  if (info.rows < 0 || info.cols < 0)
-    s.lie(root, "negative shape " + std::to_string(info.rows) + " x " + std::to_string(info.cols));
-  info.nnz = read_int(s, file, root, "nnz");
-  if (info.nnz < 0) s.lie(root, "negative nnz " + std::to_string(info.nnz));
-  std::int64_t cells = 0;
-  if (!__builtin_mul_overflow(info.rows, info.cols, &cells) && info.nnz > cells)
-    s.lie(root, "nnz " + std::to_string(info.nnz) + " exceeds rows x cols = " + std::to_string(cells));
-
-  const std::string vt = read_string(s, file, root, "value_type");
-  if (vt == "float32") info.values = value_type::f32;
-  else if (vt == "float64") info.values = value_type::f64;
-  else s.lie(root, "value_type '" + vt + "' is not float32 or float64");
-  const std::string it = read_string(s, file, root, "index_type");
-  if (it == "int32") info.index = index_type::i32;
-  else if (it == "int64") info.index = index_type::i64;
-  else s.lie(root, "index_type '" + it + "' is not int32 or int64");
-
-  info.meta.source_symmetry = read_string(s, file, root, "source_symmetry");
-  if (!known_symmetry(info.meta.source_symmetry))
-    s.lie(root, "source_symmetry '" + info.meta.source_symmetry + "' is not one of general, symmetric, skew-symmetric, hermitian");
-  info.meta.source_name = read_string(s, file, root, "source_name");
-  info.meta.source_checksum = read_string(s, file, root, "source_checksum");
-  info.meta.creator = read_string(s, file, root, "creator");
-  return info;
-}
 
 void write_root(hid_t file, std::int64_t rows, std::int64_t cols, std::int64_t nnz, value_type vt, index_type it,
                 const container_meta& meta) {
@@ -273,177 +76,30 @@ void write_root(hid_t file, std::int64_t rows, std::int64_t cols, std::int64_t n
   write_string(file, root, "creator", meta.creator);
 }
 
-// ---- section 2: the groups ----------------------------------------------------------------
+// ---- section 2: the groups (reading: the checks are container_read's) ---------------------
 
-std::vector<stored_format> read_groups(const source& s, hid_t file) {
-  std::vector<stored_format> out;
-  for (const auto& name : hard_links(file, "/", false)) {
-    const std::string obj = "/" + name;
-    auto group = h5::own_object(H5Oopen(file, name.c_str(), H5P_DEFAULT), obj + ": opening");
-    if (H5Iget_type(group) != H5I_GROUP) continue;  // not part of the container
-    stored_format f;
-    f.name = name;
-    const std::string declared = read_string(s, group, obj, "format");
-    if (declared != name) s.lie(obj, "attribute 'format' is '" + declared + "', expected the group's name");
-    const std::int64_t version = read_int(s, group, obj, "format_version");
-    if (version < 0 || version > std::numeric_limits<int>::max())
-      s.lie(obj, "format_version " + std::to_string(version) + " is out of range");
-    f.version = static_cast<int>(version);
-    for (const auto& rel : hard_links(group, obj, true)) {
-      auto member = h5::own_object(H5Oopen(group, rel.c_str(), H5P_DEFAULT), obj + "/" + rel + ": opening");
-      if (H5Iget_type(member) != H5I_DATASET) continue;
-      auto type = h5::own_type(H5Dget_type(member), obj + "/" + rel);
-      auto space = h5::own_space(H5Dget_space(member), obj + "/" + rel);
-      const hssize_t points = H5Sget_simple_extent_npoints(space);
-      if (points < 0) h5::raise(obj + "/" + rel + ": extent");
-      f.raw_bytes += static_cast<std::uint64_t>(points) * H5Tget_size(type);
-      f.stored_bytes += H5Dget_storage_size(member);
-    }
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
-template <class Fmt>
-nlohmann::json binsparse_descriptor(const Fmt& m, std::string_view format, std::int64_t nnz) {
-  nlohmann::json types = nlohmann::json::object();
-  Fmt::for_each_array(m, [&](std::string_view name, const auto& arr) {
-    types[std::string(name)] = std::string(type_name<element_t<decltype(arr)>>());
-  });
-  nlohmann::json d = {{"version", "0.1"},
-                      {"format", std::string(format)},
-                      {"shape", {m.rows, m.cols}},
-                      {"number_of_stored_values", nnz},
-                      {"data_types", types}};
-  return {{"binsparse", d}};
-}
-
-// A group carries the descriptor exactly when it is a binsparse instance, and the
-// descriptor agrees with the group and the root (section 3).
-template <class Fmt>
-void check_binsparse(const source& s, hid_t group, const std::string& obj, const Fmt& m, std::int64_t nnz) {
-  const std::string_view format = binsparse_format(m);
-  const htri_t present = H5Aexists(group, "binsparse");
-  h5::check(present, obj + ": looking up attribute 'binsparse'");
-  if (!present && format.empty()) return;
-  if (!present) s.lie(obj, "attribute 'binsparse' is missing");
-  if (format.empty())
-    s.lie(obj, "attribute 'binsparse' describes entries that are not in binsparse's order "
-               "(sorted by row, then column, without duplicates)");
-  const std::string text = read_string(s, group, obj, "binsparse");
-  const auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) s.lie(obj, "attribute 'binsparse' is not JSON");
-  const auto d = doc.is_object() ? doc.find("binsparse") : doc.end();
-  if (d == doc.end() || !d->is_object()) s.lie(obj, "attribute 'binsparse' has no \"binsparse\" object");
-  const auto version = d->find("version");
-  if (version == d->end() || !version->is_string()) s.lie(obj, "binsparse descriptor has no version string");
-  const auto expected = binsparse_descriptor(m, format, nnz)["binsparse"];
-  for (const char* key : {"format", "shape", "number_of_stored_values", "data_types"}) {
-    const auto got = d->find(key);
-    if (got == d->end() || *got != expected[key])
-      s.lie(obj, std::string("binsparse descriptor's \"") + key + "\" is " + (got == d->end() ? "missing" : got->dump()) +
-                     ", expected " + expected[key].dump());
-  }
-}
-
-// A zstd dataset must record its true chunk size as cd_values[1] (section 4): the filter
-// checks every frame against it, which is what keeps a frame shorter than its chunk from
-// leaving part of the chunk buffer undefined (HDF5 1.10 does not check).
-void check_zstd_chunk_size(const source& s, hid_t dset, hid_t type, const std::string& obj) {
-  auto dcpl = h5::own_plist(H5Dget_create_plist(dset), obj + ": properties");
-  const int filters = H5Pget_nfilters(dcpl);
-  for (int i = 0; i < filters; ++i) {
-    unsigned flags = 0, config = 0, values[2] = {0, 0};
-    std::size_t n = 2;
-    char name[64];
-    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &n, values, sizeof name, name, &config);
-    if (id < 0) h5::raise(obj + ": filters");
-    if (id != h5::zstd_filter_id) continue;
-    hsize_t chunk = 0;
-    if (H5Pget_chunk(dcpl, 1, &chunk) != 1) h5::raise(obj + ": chunking");
-    const std::uint64_t bytes = chunk * H5Tget_size(type);
-    if (n < 2 || values[1] != bytes)
-      s.lie(obj, "the zstd filter's chunk size (cd_values[1]) is " + (n < 2 ? std::string("absent") : std::to_string(values[1])) +
-                     ", expected " + std::to_string(bytes) + " bytes");
-  }
-}
-
-// One dataset into `arr`: exact element type, 1-D, within the limit, then read.
+// One dataset into `arr`: every check of section 2 (open_dataset), then read.
 template <class T, class A>
 void read_array(const source& s, hid_t group, const std::string& gobj, const std::string& rel, A& arr,
                 std::int64_t limit) {
-  const std::string obj = gobj + "/" + rel;
-  if (!hard_path_exists(s, group, gobj, rel)) s.lie(obj, "dataset is missing");
-  auto dset = h5::own_object(H5Oopen(group, rel.c_str(), H5P_DEFAULT), obj + ": opening");
-  if (H5Iget_type(dset) != H5I_DATASET) s.lie(obj, "is not a dataset");
-  auto type = h5::own_type(H5Dget_type(dset), obj);
-  if (H5Tequal(type, h5::file_type<T>()) <= 0 && H5Tequal(type, h5::file_type_be<T>()) <= 0)
-    s.lie(obj, "element type " + h5::describe_type(type) + ", expected " + std::string(type_name<T>()));
-  auto space = h5::own_space(H5Dget_space(dset), obj);
-  if (H5Sget_simple_extent_type(space) != H5S_SIMPLE || H5Sget_simple_extent_ndims(space) != 1)
-    s.lie(obj, "is not a 1-D dataset");
-  hsize_t n = 0;
-  h5::check(H5Sget_simple_extent_dims(space, &n, nullptr), obj + ": extent");
-  if (n > static_cast<hsize_t>(limit))
-    s.lie(obj, "has " + std::to_string(n) + " elements, beyond the container limit of " + std::to_string(limit) +
-                   " (64 * (nnz + rows + 1) + 2^20)");
-  check_zstd_chunk_size(s, dset, type, obj);
-  arr.resize(n);
-  if (n > 0) h5::check(H5Dread(dset, h5::native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, arr.data()), obj + ": reading");
+  const checked_dataset d = open_dataset<T>(s, group, gobj, rel, limit);
+  arr.resize(d.elements);
+  if (d.elements > 0)
+    h5::check(H5Dread(d.dataset, h5::native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, arr.data()),
+              gobj + "/" + rel + ": reading");
 }
 
 template <class Fmt>
 Fmt read_format(const source& s, hid_t file, const container_info& info) {
-  const std::string name(Fmt::name), obj = "/" + name;
-  auto group = h5::own_group(H5Gopen2(file, name.c_str(), H5P_DEFAULT), obj + ": opening");
-  const std::int64_t version = read_int(s, group, obj, "format_version");
-  if (version != Fmt::version)
-    s.lie(obj, "format_version " + std::to_string(version) + " is not known (this spconv reads " + name + " version " +
-                   std::to_string(Fmt::version) + ")");
+  const std::string obj = "/" + std::string(Fmt::name);
   Fmt m;
-  m.rows = info.rows;
-  m.cols = info.cols;
-  std::remove_cvref_t<decltype(m.params)>::for_each_param(m.params, [&](std::string_view pname, auto& v) {
-    using P = std::remove_cvref_t<decltype(v)>;
-    const std::string attr(pname);
-    const std::int64_t x = read_int(s, group, obj, attr);
-    const P p = static_cast<P>(x);
-    if (static_cast<std::int64_t>(p) != x)
-      s.lie(obj, "parameter '" + attr + "' = " + std::to_string(x) + " is out of its type's range");
-    v = p;
-  });
+  auto group = open_format(s, file, info, m);
   const std::int64_t limit = container_array_cap(info.nnz, info.rows);
   Fmt::for_each_array(m, [&](std::string_view rel, auto& arr) {
     read_array<element_t<decltype(arr)>>(s, group, obj, std::string(rel), arr, limit);
   });
-  // A format with derived members that are not stored (a composite's parts' shapes)
-  // restores them from what was read (section 2).
-  if constexpr (requires { Fmt::sync_parts(m); }) Fmt::sync_parts(m);
-  try {
-    validate(m);
-  } catch (const error& e) {
-    s.lie(obj, e.what());
-  }
-  if (m.nnz() != info.nnz)
-    s.lie(obj, "holds " + std::to_string(m.nnz()) + " entries, the root attribute nnz says " + std::to_string(info.nnz));
-  check_binsparse(s, group, obj, m, info.nnz);
+  check_contents(s, obj, m, info.nnz, read_binsparse(s, group, obj));
   return m;
-}
-
-// Reads group `name` into the any_matrix alternative of that name and the root's value
-// and index types; nullopt if this build has none.
-template <std::size_t... K>
-std::optional<any_matrix> read_alternative(const source& s, hid_t file, const container_info& info,
-                                           const std::string& name, std::index_sequence<K...>) {
-  std::optional<any_matrix> out;
-  auto attempt = [&]<class Fmt>(std::type_identity<Fmt>) {
-    if (out || Fmt::name != name || type_name<typename Fmt::value_type>() != to_string(info.values) ||
-        type_name<typename Fmt::index_type>() != to_string(info.index))
-      return;
-    out.emplace(read_format<Fmt>(s, file, info));
-  };
-  (attempt(std::type_identity<std::variant_alternative_t<K, any_matrix>>{}), ...);
-  return out;
 }
 
 // One dataset (section 2: chunking, filters, checksum).
@@ -502,25 +158,6 @@ h5::handle create_temporary(const atomic_file& tmp) {
   return h5::handle(id, H5Fclose);
 }
 
-h5::handle open_for_read(const source& s) {
-  // Distinguishes "cannot open" (I/O) from "not HDF5" (bad input), which HDF5 conflates.
-  const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(errc::io, s.path + ": cannot open: " + errno_text(errno));
-  struct stat st {};
-  const bool is_dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-  ::close(fd);
-  if (is_dir) fail(errc::io, s.path + ": is a directory");
-  const hid_t id = H5Fopen(s.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (id < 0) fail(errc::bad_input, s.path + ": not an HDF5 file (" + h5::innermost_error() + ")");
-  return h5::handle(id, H5Fclose);
-}
-
-container_info read_info(const source& s, hid_t file) {
-  container_info info = read_root(s, file);
-  info.formats = read_groups(s, file);
-  return info;
-}
-
 std::string describe(const any_matrix& m) {
   return std::string(format_name(m)) + " " + std::to_string(rows_of(m)) + " x " + std::to_string(cols_of(m)) + ", " +
          std::to_string(nnz_of(m)) + " entries, " + std::string(to_string(value_type_of(m))) + "/" +
@@ -545,8 +182,6 @@ compression parse_compression(const std::string& s) {
 
 void write_container(const fs::path& path, const std::vector<any_matrix>& formats, const container_meta& meta,
                      const write_options& opt) {
-  h5::quiet_errors quiet;
-  h5::register_zstd_filter();
   const std::string p = path.string();
 
   // Step 1: the request, before anything touches the disk.
@@ -585,7 +220,12 @@ void write_container(const fs::path& path, const std::vector<any_matrix>& format
   if (opt.comp.zstd && (opt.comp.level < 1 || opt.comp.level > zstd_max_level))
     fail(errc::usage, p + ": zstd level " + std::to_string(opt.comp.level) + " is not in 1.." + std::to_string(zstd_max_level));
 
-  // Step 2: the target.
+  // Step 2: the target. HDF5 from here on: the checks above (validate() is a pass over
+  // every array) ran without the library lock, so concurrent writers only queue for the
+  // HDF5 part, which also compresses.
+  const auto held = h5::lock();
+  h5::quiet_errors quiet;
+  h5::register_zstd_filter();
   container_meta root = meta;
   if (root.creator.empty()) root.creator = "spconv " SPCONV_VERSION;
   std::vector<std::string> keep;  // groups of the existing file copied as stored
@@ -628,6 +268,7 @@ void write_container(const fs::path& path, const std::vector<any_matrix>& format
 }
 
 container_info read_container_info(const fs::path& path) {
+  const auto held = h5::lock();
   h5::quiet_errors quiet;
   h5::register_zstd_filter();
   const source s{path.string()};
@@ -640,33 +281,19 @@ container_info read_container_info(const fs::path& path) {
 }
 
 any_matrix read_container(const fs::path& path, const std::string& format) {
+  // Held for the whole read: decompression runs inside H5Dread, and read_format's
+  // validate() sits between HDF5 calls on the open file (the binsparse check follows it).
+  const auto held = h5::lock();
   h5::quiet_errors quiet;
   h5::register_zstd_filter();
   const source s{path.string()};
   try {
     h5::handle file = open_for_read(s);
     const container_info info = read_info(s, file);
-    auto stored = [&](const std::string& n) {
-      return std::any_of(info.formats.begin(), info.formats.end(), [&](const stored_format& f) { return f.name == n; });
-    };
-    std::string name = format;
-    if (name.empty()) {
-      if (info.formats.empty()) s.lie("/", "no stored format");
-      name = stored("csr") ? "csr" : info.formats.front().name;
-    } else if (!stored(name)) {
-      std::string list;
-      for (const auto& f : info.formats) list += (list.empty() ? "" : ", ") + f.name;
-      fail(errc::usage, s.path + " has no '" + name + "' format (stored: " + (list.empty() ? "none" : list) + ")");
-    }
-    auto m = read_alternative(s, file, info, name, std::make_index_sequence<std::variant_size_v<any_matrix>>{});
-    if (!m) {
-      if (!is_format_name(name))
-        fail(errc::unsupported, s.path + ": format '" + name + "' is not known to this spconv (known: " +
-                                    format_names_joined(", ") + ")");
-      fail(errc::unsupported, s.path + ": format '" + name + "' with " + std::string(to_string(info.values)) +
-                                  " values and " + std::string(to_string(info.index)) +
-                                  " indices is not built into this spconv");
-    }
+    const std::string name = choose_format(s, info, format);
+    std::optional<any_matrix> m;
+    visit_alternative(info, name, [&]<class Fmt>(std::type_identity<Fmt>) { m.emplace(read_format<Fmt>(s, file, info)); });
+    if (!m) refuse_unbuilt(s, info, name);
     return std::move(*m);
   } catch (const h5::failure& f) {
     fail(errc::bad_input, s.path + ": " + f.what());

@@ -7,12 +7,29 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 namespace spconv::h5 {
+
+// The one process-wide lock over the HDF5 library. An HDF5 built without
+// --enable-threadsafe (HDF5's default configuration) keeps global state (open-object tables,
+// the error stack and its printer, the filter registry) without any locking of its own: two
+// threads inside it at once corrupt that state. A thread-safe build (Debian 12's is one)
+// runs one call at a time behind its own global lock, so holding ours as well costs no
+// parallelism there. Every spconv path that calls HDF5 holds this lock from its first HDF5
+// call until its last identifier is closed (a handle declared after the lock is destroyed
+// before it), which also keeps a sequence of calls (set the error printer, fail, read the
+// error stack) from interleaving with another thread's. Recursive: a container write reads
+// the existing file's info (--add), and the filter registration runs inside either.
+inline std::recursive_mutex& library_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+[[nodiscard]] inline std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock(library_mutex()); }
 
 struct failure : std::runtime_error {
   using std::runtime_error::runtime_error;

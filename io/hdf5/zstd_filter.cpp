@@ -10,6 +10,7 @@
 #include <string>
 
 #include "formats/error.hpp"
+#include "io/hdf5/h5.hpp"
 
 namespace spconv::h5 {
 namespace {
@@ -117,6 +118,9 @@ const H5Z_class2_t zstd_filter_class = {
 };
 
 void register_zstd_filter() {
+  // The library lock first, then the once flag: a caller already holding the lock (every
+  // container call does) and one that does not can never wait on each other in reverse.
+  const auto held = lock();
   static std::once_flag once;
   std::call_once(once, [] {
     if (H5Zregister(&zstd_filter_class) < 0)
