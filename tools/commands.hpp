@@ -16,5 +16,7 @@ command add_convert(CLI::App& app);
 command add_info(CLI::App& app);
 command add_formats(CLI::App& app);
 command add_validate(CLI::App& app);
+command add_bench(CLI::App& app);
+command add_gen(CLI::App& app);
 
 }  // namespace spconv::cli

@@ -21,13 +21,16 @@ int main(int argc, char** argv) {
       "  spconv validate FILE [--against SOURCE]\n"
       "                                 invariants and SpMV of every stored format vs the CSR reference\n"
       "  spconv formats                 the formats and their parameters\n"
+      "  spconv gen KIND PARAMS... OUT  synthetic matrices: stencils, R-MAT, random, banded, blocks\n"
+      "  spconv bench IN... [--device cpu|gpu|both] [--json FILE] [--csv FILE] [--plot DIR]\n"
+      "                                 conversion cost, SpMV speed, storage and load time per format\n"
       "\n"
       "Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O error, 5 unsupported, 6 device error.",
       "spconv"};
   app.set_version_flag("--version", "spconv " SPCONV_VERSION);
   app.require_subcommand(0, 1);
   const std::vector<cli::command> commands = {cli::add_convert(app), cli::add_info(app), cli::add_validate(app),
-                                                cli::add_formats(app)};
+                                                cli::add_formats(app), cli::add_gen(app), cli::add_bench(app)};
 
   // `spconv IN --to FORMAT OUT` is `spconv convert IN --to FORMAT OUT`.
   std::vector<std::string> args(argv + 1, argv + argc);
