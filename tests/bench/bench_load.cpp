@@ -32,6 +32,7 @@
 #include "io/hdf5/device_load.hpp"
 #include "io/matrix_file.hpp"
 #include "io/mtx.hpp"
+#include "tests/bench/bench_stats.hpp"
 
 namespace fs = std::filesystem;
 using namespace spconv;
@@ -44,15 +45,8 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-struct stats {
-  double min = 0, median = 0;
-};
-
-stats summarize(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  const std::size_t n = t.size();
-  return {t.front(), n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2};
-}
+using bench::stats;
+using bench::summarize;
 
 // A value in [-1, 1) from the entry's position: deterministic, different for every entry,
 // incompressible in its low mantissa bits like measured data.

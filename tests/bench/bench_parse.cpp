@@ -14,21 +14,15 @@
 #include "convert/cpu/csr_coo.hpp"
 #include "formats/parallel.hpp"
 #include "io/mtx.hpp"
+#include "tests/bench/bench_stats.hpp"
 
 namespace fs = std::filesystem;
 using namespace spconv;
 
 namespace {
 
-struct stats {
-  double min = 0, median = 0;
-};
-
-stats summarize(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  const std::size_t n = t.size();
-  return {t.front(), n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2};
-}
+using bench::stats;
+using bench::summarize;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
