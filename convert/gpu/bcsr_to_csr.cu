@@ -11,6 +11,7 @@
 #include <string>
 
 #include "convert/gpu/bcsr.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -18,11 +19,6 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 __device__ __forceinline__ bool is_fill(float v) { return __float_as_uint(v) == 0u; }
 __device__ __forceinline__ bool is_fill(double v) { return __double_as_longlong(v) == 0; }
@@ -121,8 +117,6 @@ __global__ void row_pointers(I* row_ptr, std::int64_t rows, const I* block_ptr, 
     row_ptr[row] = start[first * r + i * count];
   }
 }
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::bcsr_to_csr: ") + what); }
 

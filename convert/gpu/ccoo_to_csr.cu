@@ -13,6 +13,7 @@
 
 #include "convert/gpu/ccoo.hpp"
 #include "convert/gpu/ccoo_device.cuh"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -109,8 +110,6 @@ __global__ void decode(chunks_view m, const V* table, int table_size, const I* s
     if (c + 1 == m.chunks || m.row[c + 1] != last_row) row_ptr[last_row + 1] = start[c + 1];
   }
 }
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::ccoo_to_csr: ") + what); }
 

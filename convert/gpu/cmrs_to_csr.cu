@@ -16,6 +16,7 @@
 #include <string>
 
 #include "convert/gpu/cmrs.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -23,11 +24,6 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // Row << 28 | column: sorting a strip by it gives (row, column) order.
 __global__ void row_major_keys(std::uint32_t* keys, I* slots, const std::uint32_t* words, std::int64_t n) {

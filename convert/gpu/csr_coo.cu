@@ -15,17 +15,13 @@
 #include <utility>
 
 #include "convert/gpu/csr_coo.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
 namespace {
 
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // The smallest position whose index is outside [0, bound) goes to *first (which starts at
 // the maximum), so the error names the same entry as the CPU's sequential check.
@@ -99,8 +95,6 @@ __global__ void rows_of_entries(I* row_idx, std::int64_t nnz, const I* row_ptr, 
     row_idx[k] = static_cast<I>(lo - 1);
   }
 }
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::coo_to_csr: ") + what); }
 

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "convert/gpu/bcsr.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -26,11 +27,6 @@ namespace {
 using I = std::int32_t;
 using block_key = std::uint64_t;  // (block row << col_bits) | block column: at most 31 + 31 bits
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // +0.0 is the fill value: a value is fill (or a stored zero) when all its bits are zero.
 __device__ __forceinline__ bool is_fill(float v) { return __float_as_uint(v) == 0u; }
@@ -94,8 +90,6 @@ __global__ void scatter(std::int64_t nnz, const block_key* keys, const I* perm, 
     zero[k] = is_fill(v) ? 1 : 0;
   }
 }
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::csr_to_bcsr: ") + what); }
 

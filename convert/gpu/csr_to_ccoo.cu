@@ -23,6 +23,7 @@
 
 #include "convert/gpu/ccoo.hpp"
 #include "convert/gpu/ccoo_device.cuh"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -32,11 +33,6 @@ using I = std::int32_t;
 using ccoo_device::section;
 constexpr int block_threads = 256;
 constexpr int max_groups = ccoo_max_chunk_b;  // groups of one chunk, one block
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // Groups of row r: max(1, ceil(len / K)); one extra 0 at the end makes the exclusive scan
 // also return the total.
@@ -223,8 +219,6 @@ __global__ void chunk_blobs(source<V> m, const ccoo_bits<V>* lookup_bits,
     }
   }
 }
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::csr_to_ccoo: ") + what); }
 

@@ -17,6 +17,7 @@
 
 #include "convert/cpu/cmrs.hpp"
 #include "convert/gpu/cmrs.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -24,11 +25,6 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 __device__ __forceinline__ std::uint32_t pack(std::int64_t col, int row_in_strip) {
   return (static_cast<std::uint32_t>(col) << cmrs_row_bits) | static_cast<std::uint32_t>(row_in_strip);
@@ -170,8 +166,6 @@ __global__ void fill_reordered(std::int64_t strips, std::int64_t rows, int heigh
     }
   }
 }
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::csr_to_cmrs: ") + what); }
 

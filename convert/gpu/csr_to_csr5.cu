@@ -26,17 +26,13 @@
 #include <string>
 
 #include "convert/gpu/csr5.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
 namespace {
 
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // The tile geometry every kernel needs, passed by value (csr5_layout's fields plus counts).
 struct geometry {
@@ -181,21 +177,6 @@ __global__ void permute(geometry g, bool to_tiles, const std::int32_t* col_in, c
     }
     col_out[p] = col_in[src];
     val_out[p] = val_in[src];
-  }
-}
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
-
-std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }
-
-// Out of device memory (or any CUDA failure) names the conversion it happened in.
-template <class F>
-auto in_context(const char* what, F&& f) {
-  try {
-    return f();
-  } catch (const error& e) {
-    if (e.code() != errc::device) throw;
-    fail(errc::device, std::string(what) + ": " + e.what());
   }
 }
 

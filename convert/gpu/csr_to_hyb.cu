@@ -20,6 +20,7 @@
 #include <string>
 
 #include "convert/gpu/hyb.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -27,11 +28,6 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // The first position in sorted a[0, n) whose value is > v (upper) or >= v (!upper).
 __device__ std::int64_t search(const I* a, std::int64_t n, std::int64_t v, bool upper) {
@@ -107,21 +103,6 @@ __global__ void copy_tail(std::int64_t tail, const I* tail_row, const I* tail_co
     const std::int64_t r = tail_row[c], o = row_ptr[r] + ell_len[r] + (c - tail_first[r]);
     col[o] = tail_col[c];
     val[o] = tail_val[c];
-  }
-}
-
-cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
-
-std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }
-
-// Out of device memory (or any CUDA failure) names the conversion it happened in.
-template <class F>
-auto in_context(const char* what, F&& f) {
-  try {
-    return f();
-  } catch (const error& e) {
-    if (e.code() != errc::device) throw;
-    fail(errc::device, std::string(what) + ": " + e.what());
   }
 }
 

@@ -20,6 +20,7 @@
 
 #include "convert/cpu/mbr.hpp"
 #include "convert/gpu/mbr.hpp"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -27,11 +28,6 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // value_ptr[br] = row_ptr[br * r]; value_ptr[block_rows] = row_ptr[rows] = nnz.
 __global__ void value_offsets(I* value_ptr, std::int64_t block_rows, const I* row_ptr, std::int64_t rows, int r) {

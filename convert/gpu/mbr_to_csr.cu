@@ -14,6 +14,7 @@
 
 #include "convert/gpu/mbr.hpp"
 #include "convert/gpu/mbr_rows.cuh"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
 namespace spconv::gpu {
@@ -21,11 +22,6 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // Block b's bitmap: w little-endian bytes.
 __device__ __forceinline__ std::uint64_t load_bitmap(const std::uint8_t* bitmaps, std::int64_t b, int w) {

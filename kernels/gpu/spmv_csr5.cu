@@ -26,6 +26,7 @@
 
 #include <string>
 
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/spmv_csr5.hpp"
 
@@ -46,11 +47,6 @@ struct view {
   const std::uint32_t* offset_ptr;
   const std::uint32_t* offsets;
 };
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 // beta == 0 writes y without reading it (BLAS semantics).
 template <class V>
