@@ -277,3 +277,19 @@ TEST(GenCli, WritesAFileThatReadsBack) {
   const auto help = test::run_spconv({"gen", "--help"});
   for (const auto& k : gen::kinds()) EXPECT_NE(help.out.find(std::string(k.name)), std::string::npos) << k.name;
 }
+
+// Bad kinds and parameters on the command line: a usage error naming the problem, no file.
+TEST(GenCli, BadKindOrParameterIsAUsageErrorAndWritesNothing) {
+  test::temp_dir d;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"gen", "stencil27", "0"}, std::vector<std::string>{"gen", "nosuch", "3"},
+        std::vector<std::string>{"gen", "banded", "10"}}) {
+    const std::string out = (d / "bad.h5").string();
+    std::vector<std::string> full = args;
+    full.push_back(out);
+    const auto r = test::run_spconv(full);
+    EXPECT_EQ(r.code, 2) << args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find("gen"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << args[1];
+  }
+}
