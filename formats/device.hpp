@@ -24,10 +24,18 @@ bool gpu_available();
 // errc::device when there is no such device.
 std::string device_name(int device = 0);
 
+// Device memory comes from a stream-ordered pool per device that keeps what spconv frees for
+// its next allocations (formats/device.cu says why). device_memory_info() first returns the
+// pool's spare memory to the device (release_cached_device_memory, so it waits for the
+// device), so that `free` is what any allocator, spconv's or another, can get.
 struct device_memory {
   std::size_t free = 0, total = 0;  // bytes, of the current device
 };
 device_memory device_memory_info();
+
+// Returns the pool's spare memory to the device, after the frees still queued, so that other
+// allocators in the process (cudaMalloc, another library) can have it. Waits for the device.
+void release_cached_device_memory();
 
 // Throw spconv::error(errc::device, "<what>: <error name> (<description>)") unless status
 // is success. They take the status as an int (cudaError_t, cusparseStatus_t) so that this
@@ -62,9 +70,14 @@ class gpu_context {
   void* stream() const;  // the cudaStream_t
   void* cusparse();      // the cusparseHandle_t
   // Scratch device memory of at least `bytes`, valid until the next workspace() call. Grows
-  // (after waiting for the stream, whose queued work may still use the old block), never
-  // shrinks.
+  // (the old block is freed in stream order, after the work queued on it), never shrinks.
   void* workspace(std::size_t bytes);
+  // Pinned (page-locked) host memory of at least `bytes`, kept for the next call: the
+  // staging ring of file -> device loads (io/hdf5/device_load.hpp). Pinning costs about as
+  // much as copying the memory several times over, so a context that loads several files
+  // pins once. Valid until the next pinned_staging() call; grows (after waiting for the
+  // stream, whose copies may still read the old block), never shrinks.
+  void* pinned_staging(std::size_t bytes);
   // Waits for everything queued on the stream; errc::device if any of it failed.
   void synchronize();
 

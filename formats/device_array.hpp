@@ -25,13 +25,17 @@ class device_buffer {
   device_buffer() = default;
   ~device_buffer() { release(); }
   device_buffer(device_buffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+      : ptr_(std::exchange(o.ptr_, nullptr)),
+        bytes_(std::exchange(o.bytes_, 0)),
+        cap_(std::exchange(o.cap_, 0)),
+        pooled_(o.pooled_) {}
   device_buffer& operator=(device_buffer&& o) noexcept {
     if (this != &o) {
       release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
       cap_ = std::exchange(o.cap_, 0);
+      pooled_ = o.pooled_;
     }
     return *this;
   }
@@ -53,6 +57,7 @@ class device_buffer {
  private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0, cap_ = 0;
+  bool pooled_ = true;  // from spconv's memory pool (formats/device.cu), else from cudaMalloc
 };
 
 // Synchronous copies between host memory and device memory (bytes may be 0).

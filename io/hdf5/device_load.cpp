@@ -3,9 +3,11 @@
 //     io/hdf5/container_read.hpp), each dataset's chunk locations and filters, the device
 //     arrays allocated, and the datasets our decoder does not handle read by HDF5 (H5Dread of
 //     staging-sized pieces);
-//  2. without the lock (no HDF5 call): the remaining chunks read from the file with pread,
-//     checked, decompressed and unshuffled by several threads into a ring of pinned buffers,
-//     each copied to the device with cudaMemcpyAsync on ctx's stream while the threads go on;
+//  2. without the lock (no HDF5 call): the remaining chunks read from the file with pread and
+//     checked by several threads; uncompressed ones straight into a ring of pinned buffers,
+//     compressed or shuffled ones decompressed into a pinned buffer per thread (and unshuffled
+//     on the device); each copied to the device with cudaMemcpyAsync on ctx's stream while the
+//     threads go on;
 //  3. optionally (device_load_options::validate) read_container's content checks on a host copy.
 #ifdef SPCONV_HAVE_CUDA
 #include "io/hdf5/device_load.hpp"
@@ -32,6 +34,7 @@
 #include "formats/parallel.hpp"
 #include "io/hdf5/chunks.hpp"
 #include "io/hdf5/container_read.hpp"
+#include "io/hdf5/device_unshuffle.hpp"
 #include "io/hdf5/h5.hpp"
 #include "io/hdf5/zstd_filter.hpp"
 
@@ -201,13 +204,11 @@ array_plan plan_array(const source& s, hid_t group, const std::string& gobj, con
 
 class staging {
  public:
-  staging(const source& s, std::size_t slot_bytes, int slots, cudaStream_t stream)
-      : s_(s), slot_bytes_(slot_bytes), stream_(stream), events_(static_cast<std::size_t>(slots), nullptr),
+  // `memory`: slots * slot_bytes of pinned memory (the context's, see transfer()).
+  staging(const source& s, std::size_t slot_bytes, int slots, unsigned char* memory, cudaStream_t stream)
+      : s_(s), slot_bytes_(slot_bytes), stream_(stream), memory_(memory), events_(static_cast<std::size_t>(slots), nullptr),
         pending_(static_cast<std::size_t>(slots), 0) {
     try {
-      const std::size_t total = slot_bytes * static_cast<std::size_t>(slots);
-      check_cuda(cudaHostAlloc(&memory_, total, cudaHostAllocDefault),
-                 s_.path + ": allocating " + std::to_string(total) + " bytes of pinned staging memory");
       for (int k = 0; k < slots; ++k) {
         // Blocking sync: a thread waiting for a buffer sleeps instead of spinning on a core
         // the other threads decode with.
@@ -277,12 +278,11 @@ class staging {
 
  private:
   void destroy() noexcept {
-    // Copies may still read the buffers (after an error elsewhere): wait before freeing. A
-    // failure here was already reported, or is reported by finish().
+    // Copies may still read the buffers (after an error elsewhere): wait before they are
+    // reused. A failure here was already reported, or is reported by finish().
     cudaStreamSynchronize(stream_);
     for (cudaEvent_t e : events_)
       if (e) cudaEventDestroy(e);
-    if (memory_) cudaFreeHost(memory_);
     cudaGetLastError();
   }
 
@@ -324,19 +324,42 @@ void read_through_hdf5(const array_plan& p, staging& st) {
   }
 }
 
-// What one decoding thread keeps between chunks.
+// What one decoding thread keeps between chunks. A compressed or shuffled chunk is decoded
+// straight into the thread's pinned buffer and copied to the device as it is; a shuffled one
+// lands in the thread's device scratch and is unshuffled there (io/hdf5/device_unshuffle.hpp),
+// which spares the host a pass over every byte. `done` marks when the last copy (and unshuffle)
+// that reads those buffers has finished.
 struct decoder_state {
   h5::chunk_decoder decoder;
-  array<unsigned char> stored, decoded;
+  array<unsigned char> stored;
+  unsigned char* pinned = nullptr;
+  unsigned char* scratch = nullptr;
+  cudaEvent_t done = nullptr;
+  bool pending = false;
+
+  decoder_state(const source& s, unsigned char* pinned_chunk, unsigned char* device_chunk)
+      : pinned(pinned_chunk), scratch(device_chunk) {
+    check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming | cudaEventBlockingSync),
+               s.path + ": creating a decoding event");
+  }
+  ~decoder_state() {
+    if (done) cudaEventDestroy(done);  // a pending event is released once it completes
+  }
+  decoder_state(const decoder_state&) = delete;
+  decoder_state& operator=(const decoder_state&) = delete;
 };
+
+// Whether spconv decodes the chunks of `p` into the pinned chunk buffers (any compression or
+// shuffle in its pipeline).
+bool decodes_into_pinned(const array_plan& p) { return p.decoded && (p.filters.zstd >= 0 || p.filters.shuffle >= 0); }
 
 struct chunk_job {
   std::size_t plan, chunk;
 };
 
-// Chunk `index` of `p`: read, checked, decoded, unshuffled into staging buffers, queued for the device.
+// Chunk `index` of `p`: read, checked, decoded and queued for the device (unshuffled there).
 void decode_chunk(const source& s, const array_plan& p, std::size_t index, const raw_file& raw, staging& st,
-                  decoder_state& ds) {
+                  decoder_state& ds, gpu_context& ctx) {
   const h5::chunk_location& c = p.chunks[index];
   const std::size_t chunk_bytes = p.chunk_elements * p.element;
   const std::uint64_t valid = std::min(p.chunk_elements, p.elements - c.first);  // the last chunk is partial
@@ -369,40 +392,63 @@ void decode_chunk(const source& s, const array_plan& p, std::size_t index, const
     }
     return;
   }
+  // Read in pieces, each summed for the checksum while it is still in the cache (rather than a
+  // second pass over the chunk from memory); the decoder then skips the checksum it would
+  // otherwise verify first (decode's filter mask marks it done).
+  if (checksum && c.stored_bytes < 4)
+    refuse("stored as " + std::to_string(c.stored_bytes) + " bytes, too short for its checksum");
+  const std::size_t body = c.stored_bytes - (checksum ? 4 : 0);
   ds.stored.resize(c.stored_bytes);
-  ds.decoded.resize(chunk_bytes);
-  read_exact(s, raw.fd, ds.stored.data(), c.stored_bytes, c.address);
-  const std::string why = ds.decoder.decode(p.filters, c.filter_mask, ds.stored.data(), c.stored_bytes,
-                                            ds.decoded.data(), chunk_bytes);
-  if (!why.empty()) refuse(why);
-  const bool shuffled = h5::applied(p.filters.shuffle, c.filter_mask);
-  const std::uint64_t per = std::max<std::uint64_t>(1, st.slot_bytes() / p.element);
-  for (std::uint64_t first = 0; first < valid; first += per) {
-    const std::uint64_t last = std::min(valid, first + per);
-    auto l = st.acquire();
-    if (shuffled) h5::unshuffle(ds.decoded.data(), p.chunk_elements, p.element, first, last, l.data());
-    else std::memcpy(l.data(), ds.decoded.data() + first * p.element, (last - first) * p.element);
-    st.submit(l, device + first * p.element, (last - first) * p.element);
+  h5::fletcher32 sum;
+  constexpr std::size_t piece = std::size_t{256} << 10;  // even: every piece but the last
+  for (std::size_t off = 0; off < c.stored_bytes; off += piece) {
+    const std::size_t len = std::min(piece, c.stored_bytes - off);
+    read_exact(s, raw.fd, ds.stored.data() + off, len, c.address + off);
+    if (checksum && off < body) sum.update(ds.stored.data() + off, std::min(len, body - off));
   }
+  if (checksum && !h5::fletcher32_matches(sum.value(), ds.stored.data() + body))
+    refuse("Fletcher32 checksum mismatch (the stored bytes are corrupted)");
+  const unsigned mask = c.filter_mask | (checksum ? 1u << p.filters.fletcher32 : 0u);
+  if (ds.pending) {
+    check_cuda(cudaEventSynchronize(ds.done), s.path + ": copying to the device");
+    ds.pending = false;
+  }
+  const std::string why = ds.decoder.decode(p.filters, mask, ds.stored.data(), body, ds.pinned, chunk_bytes);
+  if (!why.empty()) refuse(why);
+  const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream());
+  if (h5::applied(p.filters.shuffle, c.filter_mask) && p.element > 1) {
+    // The whole chunk: byte plane j of the valid elements starts at j * chunk_elements.
+    check_cuda(cudaMemcpyAsync(ds.scratch, ds.pinned, chunk_bytes, cudaMemcpyHostToDevice, stream),
+               s.path + ": queuing a copy to the device");
+    unshuffle_on_device(ds.scratch, p.chunk_elements, valid, p.element, device, ctx);
+  } else {
+    check_cuda(cudaMemcpyAsync(device, ds.pinned, valid_bytes, cudaMemcpyHostToDevice, stream),
+               s.path + ": queuing a copy to the device");
+  }
+  check_cuda(cudaEventRecord(ds.done, stream), s.path + ": queuing a copy to the device");
+  ds.pending = true;
 }
 
 // Every chunk of the decoded plans, on `threads` threads taking chunks in order. On a failure
 // the others stop at their next chunk; the failure of the lowest chunk seen is raised.
+// Thread b decodes into pinned + b * chunk_bytes and, when shuffled, device_scratch + b * chunk_bytes.
 void decode_all(const source& s, const std::vector<array_plan>& plans, const std::vector<chunk_job>& jobs,
-                const raw_file& raw, staging& st, int threads, int device) {
+                const raw_file& raw, staging& st, int threads, gpu_context& ctx, unsigned char* pinned,
+                unsigned char* device_scratch, std::size_t chunk_bytes) {
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::size_t error_job = jobs.size();
   std::exception_ptr error;
-  parallel_blocks(threads, threads, [&](int, std::int64_t, std::int64_t) {
+  parallel_blocks(threads, threads, [&](int b, std::int64_t, std::int64_t) {
     std::size_t j = jobs.size();
     try {
       // The current device is per host thread.
-      check_cuda(cudaSetDevice(device), s.path + ": selecting device " + std::to_string(device));
-      decoder_state ds;
+      check_cuda(cudaSetDevice(ctx.device()), s.path + ": selecting device " + std::to_string(ctx.device()));
+      const std::size_t mine = static_cast<std::size_t>(b) * chunk_bytes;
+      decoder_state ds(s, pinned ? pinned + mine : nullptr, device_scratch ? device_scratch + mine : nullptr);
       while (!failed.load(std::memory_order_relaxed) && (j = next.fetch_add(1)) < jobs.size())
-        decode_chunk(s, plans[jobs[j].plan], jobs[j].chunk, raw, st, ds);
+        decode_chunk(s, plans[jobs[j].plan], jobs[j].chunk, raw, st, ds, ctx);
     } catch (...) {
       failed = true;
       std::lock_guard l(error_mutex);
@@ -437,15 +483,36 @@ void transfer(const source& s, const std::vector<array_plan>& plans, const raw_f
   stats.threads = jobs.empty() ? 0 : threads;
   // A multiple of 8 (whole elements; even pieces for the running checksum), at least 64 KiB.
   const std::size_t slot = std::max<std::size_t>(opt.staging_buffer_bytes / 8 * 8, std::size_t{64} << 10);
+  const std::size_t ring = slot * static_cast<std::size_t>(threads + 2);
+  // Compressed or shuffled chunks: one pinned chunk buffer per thread, and one device chunk
+  // for the shuffled ones (decoder_state).
+  std::size_t chunk = 0;
+  bool shuffled = false;
+  for (const array_plan& p : plans)
+    if (decodes_into_pinned(p) && !p.chunks.empty()) {
+      chunk = std::max(chunk, (p.chunk_elements * p.element + 4095) / 4096 * 4096);  // whole pages apart
+      shuffled = shuffled || p.filters.shuffle >= 0;
+    }
+  const std::size_t chunks_bytes = jobs.empty() ? 0 : chunk * static_cast<std::size_t>(threads);
   const auto t0 = clock_type::now();
-  staging st(s, slot, threads + 2, static_cast<cudaStream_t>(ctx.stream()));
+  unsigned char* pinned = nullptr;
+  device_array<unsigned char> scratch;
+  try {
+    pinned = static_cast<unsigned char*>(ctx.pinned_staging(ring + chunks_bytes));
+    if (shuffled && chunks_bytes > 0) scratch.resize(chunks_bytes);
+  } catch (const error& e) {
+    fail(e.code(), s.path + ": " + e.what());
+  }
+  staging st(s, slot, threads + 2, pinned, static_cast<cudaStream_t>(ctx.stream()));
   stats.staging_seconds = seconds_since(t0);
-  stats.staging_bytes = slot * static_cast<std::size_t>(threads + 2);
+  stats.staging_bytes = ring + chunks_bytes;
   for (const array_plan& p : plans)
     if (!p.decoded) read_through_hdf5(p, st);
   {
     unlocked u(held);
-    if (!jobs.empty()) decode_all(s, plans, jobs, raw, st, threads, ctx.device());
+    if (!jobs.empty())
+      decode_all(s, plans, jobs, raw, st, threads, ctx, chunks_bytes ? pinned + ring : nullptr,
+                 scratch.empty() ? nullptr : scratch.data(), chunk);
     st.finish();
   }
 }

@@ -1,8 +1,8 @@
 // A container's stored format loaded straight into device memory (specs/container.md,
 // "Loading to the device"): the same checks as read_container before anything is allocated,
-// then each dataset's chunks read from the file, checked (Fletcher32), decompressed and
-// unshuffled on several threads into a small ring of pinned buffers, each copied to the
-// device asynchronously while the next chunks are decoded. CUDA builds only; no CUDA types
+// then each dataset's chunks read from the file, checked (Fletcher32) and decompressed on
+// several threads into pinned buffers, each copied to the device asynchronously (and
+// unshuffled there) while the next chunks are decoded. CUDA builds only; no CUDA types
 // here, so .cpp files include it with g++.
 #pragma once
 #ifdef SPCONV_HAVE_CUDA
@@ -24,9 +24,9 @@ struct device_load_stats {
   int datasets_through_hdf5 = 0;      // datasets HDF5 read (H5Dread), see specs/container.md
   std::uint64_t chunks = 0;           // chunks spconv decoded
   int threads = 0;                    // decoding threads used
-  std::size_t staging_bytes = 0;      // pinned staging memory allocated
+  std::size_t staging_bytes = 0;      // pinned staging memory used (the context's, see gpu_context::pinned_staging)
   double check_seconds = 0;           // opening the file and every check before allocation
-  double staging_seconds = 0;         // allocating the pinned staging buffers
+  double staging_seconds = 0;         // setting up the staging ring (pinning memory on a context's first load)
   double transfer_seconds = 0;        // reading, decoding and copying until the device has it all
   double validate_seconds = 0;        // device_load_options::validate: copy back and validate()
 };
