@@ -4,6 +4,8 @@
 // summed by one thread each, sequentially from the run's first entry. A parallel reduction
 // (cub's reduce_by_key) would reassociate the sum and could differ from the CPU's file-order
 // sum in the last bit; the sequential sum reproduces cpu::coo_to_csr bit for bit.
+// CSR -> COO: columns and values are copied; the row of every entry comes from a merge path
+// over row_ptr (below), written coalesced.
 #include <cuda_runtime.h>
 
 #include <bit>
@@ -15,6 +17,7 @@
 #include <utility>
 
 #include "convert/gpu/csr_coo.hpp"
+#include "convert/gpu/merge_path.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
@@ -22,6 +25,7 @@ namespace spconv::gpu {
 namespace {
 
 constexpr int block_threads = 256;
+static_assert(block_threads == merge_block_threads, "the merge-path kernels load their tiles with merge_block_threads");
 
 // The smallest position whose index is outside [0, bound) goes to *first (which starts at
 // the maximum), so the error names the same entry as the CPU's sequential check.
@@ -81,18 +85,20 @@ __global__ void row_pointers(I* row_ptr, std::int64_t rows, const U* out_rows, s
   }
 }
 
-// row_idx[k] = the row whose [row_ptr[r], row_ptr[r + 1]) holds k: the last r with
-// row_ptr[r] <= k (empty rows share their row_ptr with the next row and are skipped).
+
+// row_idx[k] = the row of CSR entry k: row r ends at row_ptr[r + 1] (empty rows end where
+// they start and hold no entry).
 template <class I>
-__global__ void rows_of_entries(I* row_idx, std::int64_t nnz, const I* row_ptr, std::int64_t rows) {
-  for (std::int64_t k = first_index(); k < nnz; k += grid_stride()) {
-    std::int64_t lo = 0, hi = rows + 1;  // first r with row_ptr[r] > k
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (static_cast<std::int64_t>(row_ptr[mid]) <= k) lo = mid + 1;
-      else hi = mid;
-    }
-    row_idx[k] = static_cast<I>(lo - 1);
+__global__ void __launch_bounds__(block_threads)
+    rows_of_entries(I* row_idx, const std::int64_t* cut, const I* row_ptr, std::int64_t rows, std::int64_t nnz) {
+  const merge_tile_runs<I> tile = load_merge_tile(cut, row_ptr + 1, rows, nnz);
+  int run = 0;
+#pragma unroll
+  for (int i = 0; i < merge_items; ++i) {
+    const std::int64_t k = tile.first_item + threadIdx.x + i * block_threads;
+    if (k >= tile.end_item) break;
+    run = tile.run_of(k, run);
+    row_idx[k] = static_cast<I>(tile.first_run + run);
   }
 }
 
@@ -240,13 +246,18 @@ coo<V, I, device> csr_to_coo(const csr<V, I, device>& a, gpu_context& ctx) {
   out.col_idx.resize(nnz);
   out.values.resize(nnz);
   if (nnz > 0) {
+    const std::int64_t tiles = merge_tiles(a.rows, nnz);
+    auto* cut = static_cast<std::int64_t*>(ctx.workspace((tiles + 1) * sizeof(std::int64_t)));
+    merge_cuts<<<launch_blocks(tiles + 1, block_threads), block_threads, 0, s>>>(cut, tiles, a.row_ptr.data() + 1,
+                                                                                 a.rows, nnz);
+    check_cuda(cudaGetLastError(), "gpu::csr_to_coo: launching the merge path search");
+    rows_of_entries<<<static_cast<unsigned>(tiles), block_threads, 0, s>>>(out.row_idx.data(), cut, a.row_ptr.data(),
+                                                                           a.rows, nnz);
+    check_cuda(cudaGetLastError(), "gpu::csr_to_coo: launching the row expansion");
     check_cuda(cudaMemcpyAsync(out.col_idx.data(), a.col_idx.data(), nnz * sizeof(I), cudaMemcpyDeviceToDevice, s),
                "gpu::csr_to_coo: copying col_idx");
     check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
                "gpu::csr_to_coo: copying values");
-    rows_of_entries<<<launch_blocks(nnz, block_threads), block_threads, 0, s>>>(out.row_idx.data(), nnz,
-                                                                               a.row_ptr.data(), a.rows);
-    check_cuda(cudaGetLastError(), "gpu::csr_to_coo: launching the row expansion");
   }
   ctx.synchronize();
   return out;

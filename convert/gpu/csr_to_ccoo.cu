@@ -1,24 +1,28 @@
 // CSR -> CCOO on the GPU (specs/formats/ccoo.md, "GPU"; Aliaga et al., Euro-Par 2020
-// Workshops, Sect. 2), byte-identical to cpu::csr_to_ccoo. The same steps as the CPU, each a
-// device primitive or one thread block per chunk (the paper's unit of work):
+// Workshops, Sect. 2), byte-identical to cpu::csr_to_ccoo. The CPU's steps:
 //   1. groups per row, exclusive scan (cub) -> the first group of every row;
-//   2. the value table: radix sort of the values' bit patterns, run-length encoding (cub),
-//      +0.0 credited with the padding entries, then a stable descending radix sort of the
-//      counts, which keeps equal counts in ascending bit order: the first min(256, distinct)
-//      patterns are the canonical table (ccoo_value_table);
-//   3. per chunk (one block): rows, column range, padding and table coverage -> the format
+//   2. the value table (ccoo_value_table): exact counts of the values' bit patterns in a hash
+//      table (per-block tables in shared memory in front of one in global memory), +0.0
+//      credited with the padding entries; the distinct patterns with their counts are sorted
+//      by pattern, then stably by count descending: the first min(256, distinct) are the
+//      canonical table. A matrix with too many distinct patterns for the hash table takes
+//      a radix sort of all the values instead (sorted_value_table);
+//   3. per chunk (one warp): rows, column range, padding and table coverage -> the format
 //      code, baselines and blob size; the sizes are scanned into chunk_ptr;
-//   4. per chunk (one block): the blob, written into a zeroed buffer (zero filler for free).
+//   4. per chunk (one warp): the blob, every byte of it, filler included.
+// A warp per chunk rather than the paper's block (its SpMV's unit): the conversion's
+// per-chunk set-up is a chain of dependent loads, and a warp per chunk keeps 8 times more
+// chunks in flight per multiprocessor to hide it.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <limits>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "convert/gpu/ccoo.hpp"
@@ -32,10 +36,301 @@ namespace {
 using I = std::int32_t;
 using ccoo_device::section;
 constexpr int block_threads = 256;
-constexpr int max_groups = ccoo_max_chunk_b;  // groups of one chunk, one block
+constexpr unsigned full_warp = 0xffffffffu;
+constexpr int max_groups = ccoo_max_chunk_b;  // groups of one chunk
 
-// Groups of row r: max(1, ceil(len / K)); one extra 0 at the end makes the exclusive scan
-// also return the total.
+// ---- bit pattern hashing ------------------------------------------------------------
+
+// The 64-bit finaliser of SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): every input bit
+// reaches the top bits, which pick the slot, so patterns that differ only in their high
+// (exponent) or only in their low (mantissa) bits spread alike.
+__device__ __forceinline__ std::uint64_t mix(std::uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+// Home slot of `bits` in a table of 2^log2_slots slots (log2_slots in [1, 63]).
+template <class B>
+__device__ __forceinline__ unsigned slot_of(B bits, int log2_slots) {
+  return static_cast<unsigned>(mix(bits) >> (64 - log2_slots));
+}
+
+template <class B>
+__device__ __forceinline__ B atomic_cas(B* p, B expected, B desired) {
+  if constexpr (sizeof(B) == 8)
+    return atomicCAS(reinterpret_cast<unsigned long long*>(p), expected, desired);
+  else
+    return atomicCAS(reinterpret_cast<unsigned*>(p), expected, desired);
+}
+template <class B>
+__device__ __forceinline__ B shfl(B v, int lane) {
+  if constexpr (sizeof(B) == 8)
+    return __shfl_sync(full_warp, static_cast<unsigned long long>(v), lane);
+  else
+    return __shfl_sync(full_warp, static_cast<unsigned>(v), lane);
+}
+
+// ---- step 2: exact counts of the bit patterns ---------------------------------------
+
+// What the GPU reports back to the host, one 64-bit word each (read in two batches, so that
+// the conversion waits for the device only where a size must be known).
+enum info_word : int {
+  info_total_groups,  // the group count (group_start[rows])
+  info_distinct,      // distinct patterns collected from the hash table
+  info_overflow,      // nonzero: the hash table could not take every pattern
+  info_special,       // count of the all-ones pattern, which marks empty slots
+  info_any_lut,       // nonzero: some chunk uses the table
+  info_blob_bytes,    // chunk_ptr[chunks]
+  info_words
+};
+
+// Open addressing with linear probing; a slot is empty while its key is the all-ones
+// pattern (that pattern, a NaN, is counted apart: info_special). Keys go from empty to their
+// pattern once (compare-and-swap), so every thread adding a pattern follows the same probe
+// sequence to the same slot and a pattern has at most one slot. A probe sequence longer than
+// max_probes gives up and sets info_overflow: then the counts are incomplete and the sort
+// route takes over. At a load of at most 1/2 (counter_log2_slots) that takes pathological
+// clustering; it is how a matrix of too many distinct patterns ends up on the sort route.
+template <class B>
+struct pattern_table {
+  B* keys;
+  std::uint32_t* counts;  // at most the entry count, < 2^31
+  int log2_slots;
+  unsigned long long* info;
+};
+template <class B>
+constexpr B empty_key = std::numeric_limits<B>::max();
+constexpr int max_probes = 64;
+
+// Adds n to the count of `key` (not the empty key).
+template <class B>
+__device__ void table_add(const pattern_table<B>& t, B key, std::uint32_t n) {
+  const unsigned mask = (1u << t.log2_slots) - 1;
+  unsigned i = slot_of(key, t.log2_slots);
+  for (int probe = 0; probe < max_probes; ++probe, i = (i + 1) & mask) {
+    B k = *static_cast<volatile B*>(t.keys + i);
+    if (k == empty_key<B>) {
+      k = atomic_cas(t.keys + i, empty_key<B>, key);
+      if (k == empty_key<B>) k = key;
+    }
+    if (k == key) {
+      atomicAdd(t.counts + i, n);
+      return;
+    }
+  }
+  atomicOr(t.info + info_overflow, 1ull);
+}
+
+constexpr int count_items = 8;         // values per thread per tile, loaded before they are counted
+constexpr int shared_log2_slots = 11;  // per-block table: 2048 patterns (24 KiB for double)
+constexpr int shared_slots = 1 << shared_log2_slots;
+constexpr int shared_probes = 8;
+
+// The block's own table in shared memory, in front of the global one: repeated patterns
+// (the common case: few distinct values) cost shared atomics only, and reach the global
+// table once per block. A pattern that finds no place within shared_probes slots goes to the
+// global table directly; either way its count ends up there in full.
+template <class B>
+struct block_table {
+  B keys[shared_slots];
+  std::uint32_t counts[shared_slots];
+  std::uint32_t special;
+};
+
+template <class B>
+__device__ void block_add(block_table<B>& s, const pattern_table<B>& t, B key, std::uint32_t n) {
+  if (key == empty_key<B>) {
+    atomicAdd(&s.special, n);
+    return;
+  }
+  unsigned i = slot_of(key, shared_log2_slots);
+  for (int probe = 0; probe < shared_probes; ++probe, i = (i + 1) & (shared_slots - 1)) {
+    B k = *static_cast<volatile B*>(s.keys + i);
+    if (k == empty_key<B>) {
+      k = atomic_cas(s.keys + i, empty_key<B>, key);
+      if (k == empty_key<B>) k = key;
+    }
+    if (k == key) {
+      atomicAdd(s.counts + i, n);
+      return;
+    }
+  }
+  table_add(t, key, n);
+}
+
+// One value per lane (where `valid`). Lanes holding the same pattern are added at once by
+// one of them, round by round while a round takes more than its own lane (after at least
+// two rounds): a warp of equal values costs one shared atomic, a warp of distinct ones two
+// wasted rounds. The rest add their value alone.
+template <class B>
+__device__ void warp_add(block_table<B>& s, const pattern_table<B>& t, B key, bool valid) {
+  const int lane = threadIdx.x % 32;
+  unsigned pending = __ballot_sync(full_warp, valid);
+  for (int round = 0; pending != 0; ++round) {
+    const int leader = __ffs(pending) - 1;
+    const B lead = shfl(key, leader);
+    // Lanes added in earlier rounds hold earlier leaders' patterns, which differ from `lead`.
+    const unsigned same = __ballot_sync(full_warp, valid && key == lead);
+    if (lane == leader) block_add(s, t, lead, static_cast<std::uint32_t>(__popc(same)));
+    pending &= ~same;
+    if (round >= 1 && __popc(same) == 1) break;
+  }
+  if ((pending >> lane) & 1u) block_add(s, t, key, 1);
+}
+
+// Counts every stored value's pattern into t, and (block 0) the padding entries as +0.0
+// (Sect. 2: rows are padded with explicit zeros, and the table counts every value field).
+// Also reports the group count. Tiles of block_threads * count_items values, grid-stride.
+template <class B>
+__global__ void __launch_bounds__(block_threads)
+    count_patterns(const B* values, std::int64_t n, pattern_table<B> t, const std::int64_t* group_start,
+                   std::int64_t rows, std::int64_t k) {
+  __shared__ block_table<B> s;
+  for (int i = threadIdx.x; i < shared_slots; i += blockDim.x) {
+    s.keys[i] = empty_key<B>;
+    s.counts[i] = 0;
+  }
+  if (threadIdx.x == 0) s.special = 0;
+  __syncthreads();
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const std::int64_t groups = group_start[rows], pads = groups * k - n;
+    t.info[info_total_groups] = static_cast<unsigned long long>(groups);
+    // Beyond 2^31 - 1 entries the conversion is refused (after this kernel): no count then.
+    if (pads > 0 && groups * k <= INT_MAX) block_add(s, t, B(0), static_cast<std::uint32_t>(pads));
+  }
+  const int lane = threadIdx.x % 32;
+  constexpr std::int64_t tile = std::int64_t{block_threads} * count_items;
+  for (std::int64_t base = blockIdx.x * tile; base < n; base += std::int64_t{gridDim.x} * tile) {
+    // Once the table has overflowed the counts are dropped: stop early (warp-uniform).
+    const int stop =
+        lane == 0 ? static_cast<int>(*static_cast<volatile unsigned long long*>(t.info + info_overflow) != 0) : 0;
+    if (__shfl_sync(full_warp, stop, 0)) break;
+    B v[count_items];
+#pragma unroll
+    for (int i = 0; i < count_items; ++i) {
+      const std::int64_t at = base + i * block_threads + threadIdx.x;
+      v[i] = at < n ? values[at] : B(0);
+    }
+#pragma unroll
+    for (int i = 0; i < count_items; ++i) warp_add(s, t, v[i], base + i * block_threads + threadIdx.x < n);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < shared_slots; i += blockDim.x)
+    if (s.keys[i] != empty_key<B>) table_add(t, s.keys[i], s.counts[i]);
+  if (threadIdx.x == 0 && s.special != 0) atomicAdd(t.info + info_special, static_cast<unsigned long long>(s.special));
+}
+
+// The occupied slots (and the all-ones pattern) as (pattern, count) pairs, in no particular
+// order; their number goes to info_distinct. Warps append together (one atomic each).
+template <class B>
+__global__ void collect_patterns(pattern_table<B> t, B* bits, std::uint32_t* counts) {
+  const std::int64_t slots = std::int64_t{1} << t.log2_slots;
+  const int lane = threadIdx.x % 32;
+  // The loop bound is the same for a whole warp (blockDim is a multiple of 32), so every
+  // lane reaches the ballot.
+  for (std::int64_t i0 = first_index() - lane; i0 < slots; i0 += grid_stride()) {
+    const std::int64_t i = i0 + lane;
+    const B key = i < slots ? t.keys[i] : empty_key<B>;
+    const bool have = key != empty_key<B>;
+    const unsigned found = __ballot_sync(full_warp, have);
+    if (found == 0) continue;
+    unsigned long long at = 0;
+    if (lane == 0) at = atomicAdd(t.info + info_distinct, static_cast<unsigned long long>(__popc(found)));
+    at = __shfl_sync(full_warp, at, 0) + __popc(found & ((1u << lane) - 1));
+    if (have) {
+      bits[at] = key;
+      counts[at] = t.counts[i];
+    }
+  }
+  if (first_index() == 0 && t.info[info_special] != 0) {
+    const unsigned long long at = atomicAdd(t.info + info_distinct, 1ull);
+    bits[at] = empty_key<B>;
+    counts[at] = static_cast<std::uint32_t>(t.info[info_special]);
+  }
+}
+
+// Hash table slots for nnz values: at least twice the distinct patterns that nnz values and
+// +0.0 can have, so that the load stays at most 1/2, up to 2^21 slots (24 MiB for double,
+// within the L2 cache of an H100), where more than about 2^20 distinct patterns overflow.
+int counter_log2_slots(std::int64_t nnz) {
+  constexpr int most = 21;
+  int log2 = 4;
+  while (log2 < most && (std::int64_t{1} << log2) < 2 * (nnz + 2)) ++log2;
+  return log2;
+}
+
+// ---- the table lookup: at most 256 patterns in 2^log2 >= 2n slots ----------------------
+
+constexpr int lookup_max_log2 = 9;
+static_assert((1u << lookup_max_log2) >= 2 * ccoo_table_capacity);
+
+int lookup_log2_slots(std::int64_t n) {
+  int log2 = 1;
+  while ((std::int64_t{1} << log2) < 2 * n) ++log2;
+  return log2;
+}
+
+// Slots of the n table patterns: index[i] is the table position of keys[i], -1 if empty.
+// One block; patterns are distinct, so each thread claims a slot for its own.
+template <class B>
+__global__ void build_lookup(const B* table, int n, int log2_slots, B* keys, std::int16_t* index) {
+  __shared__ B s_keys[1 << lookup_max_log2];
+  __shared__ int s_index[1 << lookup_max_log2];
+  const int slots = 1 << log2_slots;
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) {
+    s_keys[i] = 0;
+    s_index[i] = -1;
+  }
+  __syncthreads();
+  for (int p = threadIdx.x; p < n; p += blockDim.x) {
+    const B bits = table[p];
+    for (unsigned i = slot_of(bits, log2_slots);; i = (i + 1) & (slots - 1))
+      if (atomicCAS(s_index + i, -1, p) == -1) {
+        s_keys[i] = bits;
+        break;
+      }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) {
+    keys[i] = s_keys[i];
+    index[i] = static_cast<std::int16_t>(s_index[i]);
+  }
+}
+
+template <class B>
+struct lookup {
+  const B* keys;
+  const std::int16_t* index;
+  int log2_slots;
+};
+
+// The block's copy of the lookup, in shared memory.
+template <class B>
+struct shared_lookup {
+  B keys[1 << lookup_max_log2];
+  std::int16_t index[1 << lookup_max_log2];
+
+  __device__ void load(const lookup<B>& l) {
+    for (int i = threadIdx.x; i < (1 << l.log2_slots); i += blockDim.x) {
+      keys[i] = l.keys[i];
+      index[i] = l.index[i];
+    }
+  }
+  // The table position of `bits`, or -1.
+  __device__ int find(B bits, int log2_slots) const {
+    const unsigned mask = (1u << log2_slots) - 1;
+    for (unsigned i = slot_of(bits, log2_slots);; i = (i + 1) & mask) {
+      const int p = index[i];
+      if (p < 0 || keys[i] == bits) return p;
+    }
+  }
+};
+
+// ---- steps 3 and 4: one warp per chunk ------------------------------------------------
+
+// Groups per row: max(1, ceil(len / K)) (Sect. 2: rows padded to a multiple of K, an empty
+// row to one group of explicit zeros); one extra 0 at the end makes the exclusive scan also
+// return the total.
 __global__ void row_groups(const I* row_ptr, std::int64_t rows, std::int64_t k, std::int64_t* groups) {
   for (std::int64_t r = first_index(); r <= rows; r += grid_stride()) {
     if (r == rows) {
@@ -47,178 +342,249 @@ __global__ void row_groups(const I* row_ptr, std::int64_t rows, std::int64_t k, 
   }
 }
 
-// What one chunk needs to visit its entries: for each of its groups, the row and the CSR
-// positions [first, end) the group reads (positions >= end are the row's padding).
-struct chunk_groups {
-  int row[max_groups];
-  long long first[max_groups], end[max_groups];
-};
+// The row of each chunk's first group (its baseline row): the last row starting at or
+// before it.
+__global__ void chunk_rows(const std::int64_t* group_start, std::int64_t rows, std::int64_t b, std::int64_t chunks,
+                           I* chunk_row) {
+  for (std::int64_t c = first_index(); c < chunks; c += grid_stride()) {
+    const std::int64_t g = c * b;
+    std::int64_t lo = 0, hi = rows + 1;  // the first row starting after g is in [lo, hi]
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (group_start[mid] <= g) lo = mid + 1;
+      else hi = mid;
+    }
+    chunk_row[c] = static_cast<I>(lo - 1);
+  }
+}
 
-// The matrix and chunking, shared by both chunk kernels.
-template <class V>
+constexpr int chunk_warps = block_threads / 32;  // chunks per block
+constexpr int entry_rounds = 4;                  // entries per lane loaded before they are used
+
+// The matrix and chunking, as both chunk kernels see them (values as bit patterns).
+template <class B>
 struct source {
   const I* row_ptr;
   const I* col_idx;
-  const V* values;
+  const B* values;
   const std::int64_t* group_start;  // rows + 1
-  std::int64_t rows, groups, entries;
+  std::int64_t rows, groups, chunks;
   int b, k;
-  std::int64_t chunks;
 };
 
-// Fills g (for the chunk's groups) and returns the chunk's entry count. Ends with a barrier.
-template <class V>
-__device__ std::int64_t load_groups(const source<V>& m, std::int64_t c, chunk_groups& g) {
-  const std::int64_t g0 = c * m.b, count = min(static_cast<long long>(m.b), static_cast<long long>(m.groups - g0));
-  for (std::int64_t t = threadIdx.x; t < count; t += blockDim.x) {
-    const std::int64_t gg = g0 + t;
-    std::int64_t lo = 0, hi = m.rows + 1;  // the last row whose first group is <= gg
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (m.group_start[mid] <= gg) lo = mid + 1;
+// One chunk's groups, for the warp that handles it.
+struct warp_chunk {
+  int first[max_groups];          // CSR position of each group's first entry
+  std::uint16_t len[max_groups];  // its stored entries; the rest of its K are padding
+  std::uint8_t row[max_groups];   // its row offset from the chunk's baseline row (< 256)
+  int start[max_groups + 1];      // set-up: first group of rows r0.., from the chunk's first group
+  int ptr[max_groups + 1];        // set-up: row_ptr of rows r0..
+};
+
+// Fills w for chunk c and returns its group count. The chunk's groups lie in rows r0 (its
+// baseline row) to r1 (the next chunk's baseline row, or the last row); a chunk of n <= B
+// groups also spans at most n rows (every row has a group). So the starts of rows r0 ..
+// min(r1, r0 + n - 1) + 1 locate every group. Ends with __syncwarp.
+template <class B>
+__device__ int load_chunk(const source<B>& m, std::int64_t c, std::int64_t r0, std::int64_t r1, warp_chunk& w,
+                          int lane) {
+  const std::int64_t g0 = c * m.b;
+  const int count = static_cast<int>(min(static_cast<std::int64_t>(m.b), m.groups - g0));
+  const int nr = static_cast<int>(min(static_cast<std::int64_t>(count), r1 - r0 + 1)) + 1;
+  // Starts beyond the chunk are clamped to its group count: only their order matters.
+#pragma unroll
+  for (int q = 0; q < (max_groups + 1 + 31) / 32; ++q) {
+    const int i = lane + 32 * q;
+    if (i < nr) {
+      w.start[i] = static_cast<int>(min(m.group_start[r0 + i] - g0, static_cast<std::int64_t>(count)));
+      w.ptr[i] = m.row_ptr[r0 + i];
+    }
+  }
+  __syncwarp();
+  for (int g = lane; g < count; g += 32) {
+    // The last row starting at or before g: start[0] <= 0 <= g < start[nr - 1].
+    int lo = 0, hi = nr - 1;
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (w.start[mid] <= g) lo = mid;
       else hi = mid;
     }
-    const std::int64_t r = lo - 1;
-    g.row[t] = static_cast<int>(r);
-    g.first[t] = m.row_ptr[r] + (gg - m.group_start[r]) * m.k;
-    g.end[t] = m.row_ptr[r + 1];
+    const std::int64_t first = w.ptr[lo] + (static_cast<std::int64_t>(g) - w.start[lo]) * m.k;
+    w.first[g] = static_cast<int>(first);
+    w.len[g] = static_cast<std::uint16_t>(
+        max(static_cast<std::int64_t>(0), min(static_cast<std::int64_t>(m.k), w.ptr[lo + 1] - first)));
+    w.row[g] = static_cast<std::uint8_t>(lo);
   }
-  __syncthreads();
-  return count * m.k;
+  __syncwarp();
+  return count;
 }
 
-// The index of `bits` in the table (sorted bits with their table positions), or -1.
-template <class B>
-__device__ __forceinline__ int table_index(const B* sorted_bits, const std::uint8_t* index, int n, B bits) {
-  int lo = 0, hi = n;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (sorted_bits[mid] < bits) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < n && sorted_bits[lo] == bits ? index[lo] : -1;
-}
-
-template <class B>
-__device__ void load_lookup(const B* bits, const std::uint8_t* index, int n, B* s_bits, std::uint8_t* s_index) {
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    s_bits[i] = bits[i];
-    s_index[i] = index[i];
-  }
-}
-
-// Pass 1, one block per chunk (as the CPU's first pass): format code, baselines, blob size.
+// Step 3, as the CPU's first pass: format code, baselines, blob size (Sect. 2, Table 1: one
+// code per chunk). Columns increase along a row, so a group's smallest and largest column
+// are those of its first and last stored entry. The values are read only when the table
+// may miss some (check_values: more than 256 distinct patterns); a chunk stops reading at
+// its first miss.
 template <class V>
-__global__ void chunk_codes(source<V> m, const ccoo_bits<V>* lookup_bits, const std::uint8_t* lookup_index,
-                            int table_size, int zero_index, std::uint8_t* chunk_format, I* chunk_row, I* chunk_col,
-                            std::uint64_t* sizes, int* any_lut) {
+__global__ void __launch_bounds__(block_threads)
+    chunk_codes(source<ccoo_bits<V>> m, lookup<ccoo_bits<V>> table, bool check_values, const I* chunk_row,
+                std::uint8_t* chunk_format, I* chunk_col, std::uint64_t* sizes, unsigned long long* info) {
   using B = ccoo_bits<V>;
-  __shared__ chunk_groups g;
-  __shared__ B s_bits[ccoo_table_capacity];
-  __shared__ std::uint8_t s_index[ccoo_table_capacity];
-  __shared__ int s_min, s_max;
-  const std::int64_t c = blockIdx.x;
-  if (threadIdx.x == 0) {
-    s_min = INT_MAX;
-    s_max = -1;
-  }
-  load_lookup(lookup_bits, lookup_index, table_size, s_bits, s_index);
-  const std::int64_t e_count = load_groups(m, c, g);  // its barrier also covers the loads above
+  __shared__ warp_chunk chunk[chunk_warps];
+  __shared__ shared_lookup<B> s_table;
+  if (check_values) s_table.load(table);
+  __syncthreads();
+  const int lane = threadIdx.x % 32;
+  const std::int64_t c = std::int64_t{blockIdx.x} * chunk_warps + threadIdx.x / 32;
+  if (c >= m.chunks) return;
+  warp_chunk& w = chunk[threadIdx.x / 32];
+  const int count = load_chunk(m, c, chunk_row[c], c + 1 < m.chunks ? chunk_row[c + 1] : m.rows - 1, w, lane);
 
   int lo_col = INT_MAX, hi_col = -1;
-  bool padded = false, covered = true;
-  for (std::int64_t e = threadIdx.x; e < e_count; e += blockDim.x) {
-    const std::int64_t gi = e / m.k, pos = g.first[gi] + (e - gi * m.k);
-    if (pos >= g.end[gi]) {
-      padded = true;
-      covered = covered && zero_index >= 0;
-      continue;
+  bool padded = false;
+#pragma unroll
+  for (int q = 0; q < max_groups / 32; ++q) {
+    const int g = lane + 32 * q;
+    if (g < count) {
+      const int len = w.len[g], first = w.first[g];
+      if (len > 0) {
+        lo_col = min(lo_col, m.col_idx[first]);
+        hi_col = max(hi_col, m.col_idx[first + len - 1]);
+      }
+      padded = padded || len < m.k;
     }
-    const int col = m.col_idx[pos];
-    lo_col = min(lo_col, col);
-    hi_col = max(hi_col, col);
-    covered = covered && table_index(s_bits, s_index, table_size, reinterpret_cast<const B*>(m.values)[pos]) >= 0;
   }
-  if (hi_col >= 0) {
-    atomicMin(&s_min, lo_col);
-    atomicMax(&s_max, hi_col);
+  lo_col = __reduce_min_sync(full_warp, lo_col);
+  hi_col = __reduce_max_sync(full_warp, hi_col);
+  padded = __any_sync(full_warp, padded);
+
+  const int e_count = count * m.k;
+  bool covered = true;
+  if (check_values) {
+    const bool zero_in = s_table.find(B(0), table.log2_slots) >= 0;  // padding is +0.0
+    for (int e0 = 0; e0 < e_count && covered; e0 += 32 * entry_rounds) {
+      B v[entry_rounds];
+      int state[entry_rounds];  // 0: no entry, 1: stored, 2: padding
+#pragma unroll
+      for (int u = 0; u < entry_rounds; ++u) {
+        const int e = e0 + u * 32 + lane;
+        state[u] = 0;
+        v[u] = 0;
+        if (e < e_count) {
+          const int g = e / m.k, j = e - g * m.k;
+          state[u] = j < w.len[g] ? 1 : 2;
+          if (state[u] == 1) v[u] = m.values[w.first[g] + j];
+        }
+      }
+      bool mine = true;
+#pragma unroll
+      for (int u = 0; u < entry_rounds; ++u)
+        if (state[u] != 0) mine = mine && (state[u] == 1 ? s_table.find(v[u], table.log2_slots) >= 0 : zero_in);
+      covered = __all_sync(full_warp, mine);
+    }
   }
-  const bool any_pad = __syncthreads_or(padded) != 0;
-  const bool all_covered = __syncthreads_and(covered) != 0;  // also orders the atomics above
-  if (threadIdx.x != 0) return;
+  if (lane != 0) return;
   // Offsets from the smallest stored column (0 without one), so they are unsigned.
-  const long long max_off = s_max < 0 ? 0 : static_cast<long long>(s_max) - s_min;
+  const long long max_off = hi_col < 0 ? 0 : static_cast<long long>(hi_col) - lo_col;
   const int width = max_off <= 0xFF ? 0 : max_off <= 0xFFFF ? 1 : 2;
   std::uint8_t code = static_cast<std::uint8_t>(width << 1);
-  if (g.row[0] == g.row[e_count / m.k - 1]) code |= ccoo_code::single_row;
-  if (all_covered) code |= ccoo_code::lut;
-  if (any_pad) code |= ccoo_code::pads;
+  if (w.row[count - 1] == 0) code |= ccoo_code::single_row;
+  if (covered) code |= ccoo_code::lut;
+  if (padded) code |= ccoo_code::pads;
   chunk_format[c] = code;
-  chunk_row[c] = g.row[0];
-  chunk_col[c] = s_max < 0 ? 0 : s_min;
+  chunk_col[c] = hi_col < 0 ? 0 : lo_col;
   sizes[c] = ccoo_device::chunk_section(e_count, m.k, code, sizeof(V)).size;
-  if (all_covered) *any_lut = 1;  // every writer stores the same value
+  if (covered) info[info_any_lut] = 1;  // every writer stores the same value
 }
 
-// Pass 2, one block per chunk: row offsets, pad bitmap, column offsets, values, into a blob
-// that is zero already. Bitmap bytes are shared by neighbouring entries: each warp gathers
-// the pad flags of its 32 consecutive entries with a ballot and one lane writes the 4 bytes.
+// Step 4: row offsets, pad bitmap, column offsets, values (Sect. 2, Fig. 2), and the zero
+// filler, so the blob needs no clearing. Lane l handles entries l, l + 32, ...: the CSR reads
+// and the blob writes of a warp are contiguous. The pad bitmap bytes are shared by
+// neighbouring entries: a ballot gathers the flags of the warp's 32 consecutive entries and
+// four lanes write their four bytes.
 template <class V>
-__global__ void chunk_blobs(source<V> m, const ccoo_bits<V>* lookup_bits,
-                            const std::uint8_t* lookup_index, int table_size, int zero_index,
-                            const std::uint8_t* chunk_format, const I* chunk_row, const I* chunk_col,
-                            const std::uint64_t* chunk_ptr, std::uint8_t* blob) {
+__global__ void __launch_bounds__(block_threads)
+    chunk_blobs(source<ccoo_bits<V>> m, lookup<ccoo_bits<V>> table, bool table_used, const std::uint8_t* chunk_format,
+                const I* chunk_row, const I* chunk_col, const std::uint64_t* chunk_ptr, std::uint8_t* blob) {
   using B = ccoo_bits<V>;
-  __shared__ chunk_groups g;
-  __shared__ B s_bits[ccoo_table_capacity];
-  __shared__ std::uint8_t s_index[ccoo_table_capacity];
-  const std::int64_t c = blockIdx.x;
+  __shared__ warp_chunk chunk[chunk_warps];
+  __shared__ shared_lookup<B> s_table;
+  if (table_used) s_table.load(table);
+  __syncthreads();
+  const int lane = threadIdx.x % 32;
+  const std::int64_t c = std::int64_t{blockIdx.x} * chunk_warps + threadIdx.x / 32;
+  if (c >= m.chunks) return;
+  warp_chunk& w = chunk[threadIdx.x / 32];
   const std::uint8_t code = chunk_format[c];
   const bool single = code & ccoo_code::single_row, lut = code & ccoo_code::lut, pads = code & ccoo_code::pads;
-  if (lut) load_lookup(lookup_bits, lookup_index, table_size, s_bits, s_index);
-  const std::int64_t e_count = load_groups(m, c, g);
+  const int base_col = chunk_col[c];
+  std::uint8_t* const p = blob + chunk_ptr[c];
+  const int count = load_chunk(m, c, chunk_row[c], c + 1 < m.chunks ? chunk_row[c + 1] : m.rows - 1, w, lane);
+  const int e_count = count * m.k;
   const section l = ccoo_device::chunk_section(e_count, m.k, code, sizeof(V));
-  std::uint8_t* p = blob + chunk_ptr[c];
-  const std::int64_t base_row = chunk_row[c], base_col = chunk_col[c];
-  const int lane = threadIdx.x % 32;
 
-  // The bound is the same for every thread, so whole warps reach the ballot.
-  for (std::int64_t e0 = 0; e0 < e_count; e0 += blockDim.x) {
-    const std::int64_t e = e0 + threadIdx.x;
-    bool pad = false;
-    if (e < e_count) {
-      const std::int64_t gi = e / m.k, j = e - gi * m.k, pos = g.first[gi] + j;
-      if (!single && j == 0) p[l.rows + gi] = static_cast<std::uint8_t>(g.row[gi] - base_row);
-      pad = pos >= g.end[gi];
-      if (pad) {
-        // Column offset 0 and value +0.0 are already there; a table chunk stores +0.0's index.
-        if (lut) p[l.values + e] = static_cast<std::uint8_t>(zero_index);
-      } else {
-        const auto off = static_cast<std::uint32_t>(m.col_idx[pos] - base_col);
+  if (!single)
+    for (int g = lane; g < count; g += 32) p[l.rows + g] = w.row[g];
+  // The alignment gaps after the bitmap, the column offsets and the values: under 8 bytes each.
+  const std::uint32_t pads_end = l.pads + (pads ? (static_cast<std::uint32_t>(e_count) + 7) / 8 : 0);
+  const std::uint32_t cols_end = l.cols + static_cast<std::uint32_t>(e_count) * l.col_bytes;
+  const std::uint32_t values_end = l.values + static_cast<std::uint32_t>(e_count) * l.value_bytes;
+  if (lane < 8) {
+    if (pads_end + lane < l.cols) p[pads_end + lane] = 0;
+    if (cols_end + lane < l.values) p[cols_end + lane] = 0;
+    if (values_end + lane < l.size) p[values_end + lane] = 0;
+  }
+  // Padding: column offset 0, value +0.0 or, in a table chunk, the table's +0.0 (there
+  // whenever the chunk has padding, as the chunk is covered).
+  const std::uint8_t zero_index = lut ? static_cast<std::uint8_t>(s_table.find(B(0), table.log2_slots)) : 0;
+
+  // The bounds are the same for the whole warp, so every lane reaches the ballot.
+  for (int e0 = 0; e0 < e_count; e0 += 32 * entry_rounds) {
+    B v[entry_rounds];
+    int col[entry_rounds];
+    bool stored[entry_rounds];
+#pragma unroll
+    for (int u = 0; u < entry_rounds; ++u) {
+      const int e = e0 + u * 32 + lane;
+      stored[u] = false;
+      v[u] = 0;
+      col[u] = base_col;
+      if (e < e_count) {
+        const int g = e / m.k, j = e - g * m.k;
+        if (j < w.len[g]) {
+          stored[u] = true;
+          col[u] = m.col_idx[w.first[g] + j];
+          v[u] = m.values[w.first[g] + j];
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < entry_rounds; ++u) {
+      const int w0 = e0 + u * 32, e = w0 + lane;
+      const bool valid = e < e_count;
+      if (valid) {
+        const auto off = static_cast<std::uint32_t>(col[u] - base_col);
         switch (l.col_bytes) {
           case 1: p[l.cols + e] = static_cast<std::uint8_t>(off); break;
           case 2: reinterpret_cast<std::uint16_t*>(p + l.cols)[e] = static_cast<std::uint16_t>(off); break;
           default: reinterpret_cast<std::uint32_t*>(p + l.cols)[e] = off; break;
         }
-        const V v = m.values[pos];
         if (lut)
-          p[l.values + e] = static_cast<std::uint8_t>(
-              table_index(s_bits, s_index, table_size, reinterpret_cast<const B*>(m.values)[pos]));
+          p[l.values + e] = stored[u] ? static_cast<std::uint8_t>(s_table.find(v[u], table.log2_slots)) : zero_index;
         else
-          reinterpret_cast<V*>(p + l.values)[e] = v;
+          reinterpret_cast<B*>(p + l.values)[e] = v[u];
       }
-    }
-    if (pads) {
-      const unsigned mask = __ballot_sync(0xffffffffu, pad);
-      // The warp's first entry is a multiple of 32: its flags fill 4 whole bitmap bytes,
-      // of which those holding at least one entry are inside the bitmap.
-      const std::int64_t w0 = e0 + (threadIdx.x - lane);
-      if (lane == 0)
-        for (int byte = 0; byte < 4 && w0 + 8 * byte < e_count; ++byte)
-          p[l.pads + w0 / 8 + byte] = static_cast<std::uint8_t>(mask >> (8 * byte));
+      if (pads) {
+        const unsigned mask = __ballot_sync(full_warp, valid && !stored[u]);
+        // w0 is a multiple of 32: the warp's flags fill 4 whole bitmap bytes, of which those
+        // holding at least one entry are inside the bitmap.
+        if (lane < 4 && w0 + 8 * lane < e_count)
+          p[l.pads + w0 / 8 + lane] = static_cast<std::uint8_t>(mask >> (8 * lane));
+      }
     }
   }
 }
+
+// ---- host side ----------------------------------------------------------------------
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("gpu::csr_to_ccoo: ") + what); }
 
@@ -231,9 +597,12 @@ T read_one(const T* device_ptr, gpu_context& ctx) {
   return v;
 }
 
-template <class T>
-void upload(device_array<T>& d, const std::vector<T>& h) {
-  d.upload(h.data(), h.size());
+std::array<std::uint64_t, info_words> read_info(const device_array<std::uint64_t>& info, gpu_context& ctx) {
+  std::array<std::uint64_t, info_words> h{};
+  check_cuda(cudaMemcpyAsync(h.data(), info.data(), sizeof h, cudaMemcpyDeviceToHost, stream_of(ctx)),
+             "gpu::csr_to_ccoo: reading back sizes");
+  ctx.synchronize();
+  return h;
 }
 
 void check_param(const char* name, std::int32_t v, std::int32_t max) {
@@ -243,10 +612,18 @@ void check_param(const char* name, std::int32_t v, std::int32_t max) {
                           "]: pass resolved parameters (cpu::resolve_ccoo_params chooses the automatic ones)");
 }
 
-// The canonical value table of the stored values plus `pads` +0.0 padding entries
-// (ccoo_value_table), as bit patterns in table order.
+template <class B>
+struct value_table_result {
+  std::vector<B> table;   // bit patterns in table order
+  std::int64_t distinct;  // distinct patterns, +0.0 of the padding included
+};
+
+// The canonical value table by sorting every value (for matrices whose distinct patterns
+// overflow the hash table): radix sort of the bit patterns, run-length encoding (cub), +0.0
+// credited with the `pads` padding entries, then a stable descending radix sort of the
+// counts, which keeps equal counts in ascending bit order.
 template <class V>
-std::vector<ccoo_bits<V>> value_table(const csr<V, I, device>& a, std::int64_t pads, gpu_context& ctx) {
+value_table_result<ccoo_bits<V>> sorted_value_table(const csr<V, I, device>& a, std::int64_t pads, gpu_context& ctx) {
   using B = ccoo_bits<V>;
   const cudaStream_t s = stream_of(ctx);
   const std::int64_t nnz = a.nnz();
@@ -272,8 +649,6 @@ std::vector<ccoo_bits<V>> value_table(const csr<V, I, device>& a, std::int64_t p
                "gpu::csr_to_ccoo: value count");
     runs = read_one(num_runs.data(), ctx);
   }
-  // Padding entries are +0.0 values and count as such. Counts stay below 2^31: they add up
-  // to at most the entry count.
   std::int64_t first = 1, n = runs;
   if (pads > 0) {
     if (runs > 0 && read_one(bits.data() + 1, ctx) == B(0)) {
@@ -291,10 +666,8 @@ std::vector<ccoo_bits<V>> value_table(const csr<V, I, device>& a, std::int64_t p
       ++n;
     }
   }
-  std::vector<B> table;
-  if (n == 0) return table;
-  // By count, descending; the sort is stable, so equal counts keep the ascending bit order
-  // of the runs: the table's tie rule.
+  value_table_result<B> r{{}, n};
+  if (n == 0) return r;
   device_array<std::uint32_t> counts_sorted(n);
   device_array<B> bits_sorted(n);
   std::size_t bytes = 0;
@@ -305,11 +678,11 @@ std::vector<ccoo_bits<V>> value_table(const csr<V, I, device>& a, std::int64_t p
                                                        counts_sorted.data(), bits.data() + first, bits_sorted.data(),
                                                        n, 0, 32, s),
              "gpu::csr_to_ccoo: count sort");
-  table.resize(static_cast<std::size_t>(std::min<std::int64_t>(n, ccoo_table_capacity)));
-  check_cuda(cudaMemcpyAsync(table.data(), bits_sorted.data(), table.size() * sizeof(B), cudaMemcpyDeviceToHost, s),
+  r.table.resize(static_cast<std::size_t>(std::min<std::int64_t>(n, ccoo_table_capacity)));
+  check_cuda(cudaMemcpyAsync(r.table.data(), bits_sorted.data(), r.table.size() * sizeof(B), cudaMemcpyDeviceToHost, s),
              "gpu::csr_to_ccoo: reading the value table");
   ctx.synchronize();
-  return table;
+  return r;
 }
 
 }  // namespace
@@ -327,12 +700,15 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   const std::int64_t nb = resolved.chunk_b, nk = resolved.chunk_k, nnz = a.nnz(), rows = a.rows;
   // Without rows or columns there is nothing to store and no column to pad with.
   if (a.rows == 0 || a.cols == 0) {
-    upload(out.chunk_ptr, std::vector<std::uint64_t>{0});
-    upload(out.counts, std::vector<std::int64_t>{0, 0});
+    const std::uint64_t zero = 0;
+    const std::int64_t counts[2] = {0, 0};
+    out.chunk_ptr.upload(&zero, 1);
+    out.counts.upload(counts, 2);
     return out;
   }
+  const auto* values = reinterpret_cast<const B*>(a.values.data());
 
-  // 1. The first group of every row, and the entry count.
+  // 1. The first group of every row.
   device_array<std::int64_t> groups(rows + 1), group_start(rows + 1);
   row_groups<<<launch_blocks(rows + 1, block_threads), block_threads, 0, s>>>(a.row_ptr.data(), rows, nk,
                                                                               groups.data());
@@ -342,7 +718,35 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
              "gpu::csr_to_ccoo: sizing the group scan");
   check_cuda(cub::DeviceScan::ExclusiveSum(ctx.workspace(bytes), bytes, groups.data(), group_start.data(), rows + 1, s),
              "gpu::csr_to_ccoo: group scan");
-  const std::int64_t total_groups = read_one(group_start.data() + rows, ctx), entries = total_groups * nk;
+
+  // 2. Exact counts of the bit patterns, padding included, into the hash table, and the
+  // distinct patterns collected; the first wait for the device reads their number back with
+  // the group count.
+  device_array<std::uint64_t> info(info_words);
+  check_cuda(cudaMemsetAsync(info.data(), 0, info_words * sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: clearing");
+  const int log2_slots = counter_log2_slots(nnz);
+  const std::int64_t slots = std::int64_t{1} << log2_slots;
+  device_array<B> keys(slots), found_bits(slots + 1);
+  device_array<std::uint32_t> counts(slots), found_counts(slots + 1);
+  check_cuda(cudaMemsetAsync(keys.data(), 0xFF, slots * sizeof(B), s), "gpu::csr_to_ccoo: clearing the value counts");
+  check_cuda(cudaMemsetAsync(counts.data(), 0, slots * sizeof(std::uint32_t), s),
+             "gpu::csr_to_ccoo: clearing the value counts");
+  const pattern_table<B> table{keys.data(), counts.data(), log2_slots,
+                               reinterpret_cast<unsigned long long*>(info.data())};
+  int sms = 0;
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()),
+             "gpu::csr_to_ccoo: reading the multiprocessor count");
+  // Enough blocks to fill the device; each flushes its shared table once, at its end.
+  constexpr std::int64_t tile = std::int64_t{block_threads} * count_items;
+  const auto count_blocks = static_cast<unsigned>(std::clamp<std::int64_t>((nnz + tile - 1) / tile, 1, 4 * sms));
+  count_patterns<B><<<count_blocks, block_threads, 0, s>>>(values, nnz, table, group_start.data(), rows, nk);
+  check_launch("counting values");
+  collect_patterns<B><<<launch_blocks(slots, block_threads), block_threads, 0, s>>>(table, found_bits.data(),
+                                                                                    found_counts.data());
+  check_launch("collecting the distinct values");
+  std::array<std::uint64_t, info_words> h = read_info(info, ctx);
+
+  const auto total_groups = static_cast<std::int64_t>(h[info_total_groups]), entries = total_groups * nk;
   constexpr std::int64_t int32_limit = std::numeric_limits<std::int32_t>::max();
   if (entries > int32_limit)
     fail(errc::unsupported, "ccoo: " + std::to_string(entries) +
@@ -350,40 +754,66 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
                                 " exceed the 32-bit entry count (at most " + std::to_string(int32_limit) +
                                 "); use a smaller chunk_k");
   const std::int64_t chunks = (total_groups + nb - 1) / nb;
+  const std::int64_t counts_host[2] = {entries, nnz};
+  out.counts.upload(counts_host, 2);
 
-  // 2. The value table and its lookup by bit pattern (sorted bits with their positions).
-  const std::vector<B> table = value_table(a, entries - nnz, ctx);
-  std::vector<std::pair<B, std::uint8_t>> lookup(table.size());
-  for (std::size_t i = 0; i < table.size(); ++i) lookup[i] = {table[i], static_cast<std::uint8_t>(i)};
-  std::sort(lookup.begin(), lookup.end());
-  std::vector<B> lookup_bits(lookup.size());
-  std::vector<std::uint8_t> lookup_index(lookup.size());
-  int zero_index = -1;
-  for (std::size_t i = 0; i < lookup.size(); ++i) {
-    lookup_bits[i] = lookup[i].first;
-    lookup_index[i] = lookup[i].second;
-    if (lookup[i].first == B(0)) zero_index = lookup[i].second;
+  // The canonical table (ccoo_value_table), as bit patterns on the device in table order.
+  device_array<B> table_bits;
+  std::int64_t distinct = 0;
+  if (h[info_overflow] == 0) {
+    // By pattern, then stably by count descending: equal counts keep the ascending pattern
+    // order, the table's tie rule.
+    distinct = static_cast<std::int64_t>(h[info_distinct]);
+    device_array<B> bits_by_pattern(distinct);
+    device_array<std::uint32_t> counts_by_pattern(distinct), counts_sorted(distinct);
+    table_bits.resize(distinct);
+    check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, bytes, found_bits.data(), bits_by_pattern.data(),
+                                               found_counts.data(), counts_by_pattern.data(), distinct, 0,
+                                               int{sizeof(B) * 8}, s),
+               "gpu::csr_to_ccoo: sizing the pattern sort");
+    check_cuda(cub::DeviceRadixSort::SortPairs(ctx.workspace(bytes), bytes, found_bits.data(), bits_by_pattern.data(),
+                                               found_counts.data(), counts_by_pattern.data(), distinct, 0,
+                                               int{sizeof(B) * 8}, s),
+               "gpu::csr_to_ccoo: pattern sort");
+    check_cuda(cub::DeviceRadixSort::SortPairsDescending(nullptr, bytes, counts_by_pattern.data(), counts_sorted.data(),
+                                                         bits_by_pattern.data(), table_bits.data(), distinct, 0, 32, s),
+               "gpu::csr_to_ccoo: sizing the count sort");
+    check_cuda(cub::DeviceRadixSort::SortPairsDescending(ctx.workspace(bytes), bytes, counts_by_pattern.data(),
+                                                         counts_sorted.data(), bits_by_pattern.data(),
+                                                         table_bits.data(), distinct, 0, 32, s),
+               "gpu::csr_to_ccoo: count sort");
+  } else {
+    const value_table_result<B> r = sorted_value_table(a, entries - nnz, ctx);
+    distinct = r.distinct;
+    table_bits.upload(r.table.data(), r.table.size());
   }
-  device_array<B> d_lookup_bits;
-  device_array<std::uint8_t> d_lookup_index;
-  upload(d_lookup_bits, lookup_bits);
-  upload(d_lookup_index, lookup_index);
-  const int table_size = static_cast<int>(table.size());
+  const int table_size = static_cast<int>(std::min<std::int64_t>(distinct, ccoo_table_capacity));
+  const int lookup_log2 = lookup_log2_slots(table_size);
+  device_array<B> lookup_keys(std::size_t{1} << lookup_log2);
+  device_array<std::int16_t> lookup_index(std::size_t{1} << lookup_log2);
+  build_lookup<B><<<1, block_threads, 0, s>>>(table_bits.data(), table_size, lookup_log2, lookup_keys.data(),
+                                              lookup_index.data());
+  check_launch("indexing the value table");
+  const lookup<B> index{lookup_keys.data(), lookup_index.data(), lookup_log2};
 
-  // 3. Format codes, baselines, blob sizes; chunk_ptr by an inclusive scan behind a 0.
-  const source<V> m{a.row_ptr.data(), a.col_idx.data(), a.values.data(), group_start.data(), rows, total_groups,
-                    entries, static_cast<int>(nb), static_cast<int>(nk), chunks};
-  const int threads = static_cast<int>(std::min<std::int64_t>(block_threads, (nb * nk + 31) / 32 * 32));
+  // 3. Baseline rows, then format codes, baseline columns and blob sizes; chunk_ptr by an
+  // inclusive scan behind a 0. When the table holds every distinct pattern, every chunk is
+  // covered without reading a value.
+  const source<B> m{a.row_ptr.data(), a.col_idx.data(), values, group_start.data(), rows, total_groups, chunks,
+                    static_cast<int>(nb), static_cast<int>(nk)};
   out.chunk_format.resize(chunks);
   out.chunk_row.resize(chunks);
   out.chunk_col.resize(chunks);
   out.chunk_ptr.resize(chunks + 1);
   device_array<std::uint64_t> sizes(chunks);
-  device_array<int> any_lut(1);
-  check_cuda(cudaMemsetAsync(any_lut.data(), 0, sizeof(int), s), "gpu::csr_to_ccoo: clearing a flag");
-  chunk_codes<V><<<static_cast<unsigned>(chunks), threads, 0, s>>>(
-      m, d_lookup_bits.data(), d_lookup_index.data(), table_size, zero_index, out.chunk_format.data(),
-      out.chunk_row.data(), out.chunk_col.data(), sizes.data(), any_lut.data());
+  chunk_rows<<<launch_blocks(chunks, block_threads), block_threads, 0, s>>>(group_start.data(), rows, nb, chunks,
+                                                                            out.chunk_row.data());
+  check_launch("finding the baseline rows");
+  const auto chunk_blocks = static_cast<unsigned>((chunks + chunk_warps - 1) / chunk_warps);
+  const bool check_values = distinct > static_cast<std::int64_t>(ccoo_table_capacity);
+  chunk_codes<V><<<chunk_blocks, block_threads, 0, s>>>(m, index, check_values, out.chunk_row.data(),
+                                                        out.chunk_format.data(), out.chunk_col.data(), sizes.data(),
+                                                        table.info);
   check_launch("choosing the chunk formats");
   check_cuda(cudaMemsetAsync(out.chunk_ptr.data(), 0, sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: chunk_ptr[0]");
   check_cuda(cub::DeviceScan::InclusiveSum(nullptr, bytes, sizes.data(), out.chunk_ptr.data() + 1, chunks, s),
@@ -391,22 +821,24 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   check_cuda(cub::DeviceScan::InclusiveSum(ctx.workspace(bytes), bytes, sizes.data(), out.chunk_ptr.data() + 1,
                                            chunks, s),
              "gpu::csr_to_ccoo: blob scan");
-  const std::uint64_t blob_bytes = read_one(out.chunk_ptr.data() + chunks, ctx);
-  const bool table_used = read_one(any_lut.data(), ctx) != 0;
+  check_cuda(cudaMemcpyAsync(info.data() + info_blob_bytes, out.chunk_ptr.data() + chunks, sizeof(std::uint64_t),
+                             cudaMemcpyDeviceToDevice, s),
+             "gpu::csr_to_ccoo: blob size");
+  h = read_info(info, ctx);
 
-  // 4. The blobs.
-  out.blob.resize(blob_bytes);
-  check_cuda(cudaMemsetAsync(out.blob.data(), 0, blob_bytes, s), "gpu::csr_to_ccoo: zeroing the blobs");
-  chunk_blobs<V><<<static_cast<unsigned>(chunks), threads, 0, s>>>(
-      m, d_lookup_bits.data(), d_lookup_index.data(), table_size, zero_index, out.chunk_format.data(),
-      out.chunk_row.data(), out.chunk_col.data(), out.chunk_ptr.data(), out.blob.data());
+  // 4. The blobs, and the table when a chunk uses it.
+  const bool table_used = h[info_any_lut] != 0;
+  out.blob.resize(h[info_blob_bytes]);
+  chunk_blobs<V><<<chunk_blocks, block_threads, 0, s>>>(m, index, table_used, out.chunk_format.data(),
+                                                        out.chunk_row.data(), out.chunk_col.data(),
+                                                        out.chunk_ptr.data(), out.blob.data());
   check_launch("writing the blobs");
   if (table_used) {
-    std::vector<V> values(table.size());
-    for (std::size_t i = 0; i < table.size(); ++i) values[i] = std::bit_cast<V>(table[i]);
-    upload(out.table, values);
+    out.table.resize(table_size);
+    check_cuda(
+        cudaMemcpyAsync(out.table.data(), table_bits.data(), table_size * sizeof(V), cudaMemcpyDeviceToDevice, s),
+        "gpu::csr_to_ccoo: the value table");
   }
-  upload(out.counts, std::vector<std::int64_t>{entries, nnz});
   ctx.synchronize();
   return out;
 }

@@ -1,9 +1,11 @@
 // CSR -> CMRS on the GPU (shared/papers/cmrs-koza.txt sec. 3, 4, 6.7; specs/formats/cmrs.md,
 // section "GPU"). The result equals cpu::csr_to_cmrs bit for bit.
-//  * Basic layout (modulo 32): one thread per entry finds its row (binary search in row_ptr)
-//    and packs column << 4 | row % height (sec. 3-4); strip_ptr[j] = row_ptr[j * height].
-//    With sort_columns (sec. 4, fourth optimisation) a segmented sort per strip orders the
-//    column words; they are unique within a strip, so any sort gives the CPU's order.
+//  * Basic layout (modulo 32): the values are the CSR values (one copy); each entry's column
+//    word column << 4 | row % height (sec. 3-4) takes its row from a merge path over row_ptr
+//    (below), consecutive threads packing consecutive entries; strip_ptr[j] =
+//    row_ptr[j * height]. With sort_columns (sec. 4, fourth optimisation) a segmented sort
+//    per strip orders the column words, carrying the CSR values along; the words are unique
+//    within a strip, so any sort gives the CPU's order.
 //  * Sec. 6.7 layout (modulo < 32): placing a strip's entries into chunks is a sequential
 //    greedy (convert/cpu/csr_to_cmrs.cpp, plan_strip), so one thread plans and writes one
 //    strip, exactly as the CPU does; strips are independent. A first pass counts each
@@ -17,6 +19,7 @@
 
 #include "convert/cpu/cmrs.hpp"
 #include "convert/gpu/cmrs.hpp"
+#include "convert/gpu/merge_path.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
@@ -25,25 +28,34 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
+static_assert(block_threads == merge_block_threads, "the merge-path kernels load their tiles with merge_block_threads");
 
 __device__ __forceinline__ std::uint32_t pack(std::int64_t col, int row_in_strip) {
   return (static_cast<std::uint32_t>(col) << cmrs_row_bits) | static_cast<std::uint32_t>(row_in_strip);
 }
 
-// Basic layout: the word and value of every CSR entry k, at slot k. The row of k is the last
-// r with row_ptr[r] <= k (empty rows share their offset with the next row and are skipped).
-template <class V>
-__global__ void pack_entries(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col_idx,
-                             const V* values, int height, std::uint32_t* words, V* out_values) {
-  for (std::int64_t k = first_index(); k < nnz; k += grid_stride()) {
-    std::int64_t lo = 0, hi = rows + 1;  // first r with row_ptr[r] > k
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (static_cast<std::int64_t>(row_ptr[mid]) <= k) lo = mid + 1;
-      else hi = mid;
+
+// Basic layout: the word of every CSR entry k at slot k. A thread's columns are all loaded
+// before its first store, so that they are in flight together.
+__global__ void __launch_bounds__(block_threads)
+    pack_words(const std::int64_t* cut, const I* row_ptr, std::int64_t rows, std::int64_t nnz, const I* col_idx,
+               int height, std::uint32_t* words) {
+  const merge_tile_runs<I> tile = load_merge_tile(cut, row_ptr + 1, rows, nnz);
+  I col[merge_items];
+#pragma unroll
+  for (int i = 0; i < merge_items; ++i) {
+    const std::int64_t k = tile.first_item + threadIdx.x + i * block_threads;
+    if (k < tile.end_item) col[i] = col_idx[k];
+  }
+  const int first_in_strip = static_cast<int>(tile.first_run % height);
+  int run = 0;
+#pragma unroll
+  for (int i = 0; i < merge_items; ++i) {
+    const std::int64_t k = tile.first_item + threadIdx.x + i * block_threads;
+    if (k < tile.end_item) {
+      run = tile.run_of(k, run);
+      words[k] = pack(col[i], (first_in_strip + run) % height);
     }
-    words[k] = pack(col_idx[k], static_cast<int>((lo - 1) % height));
-    out_values[k] = values[k];
   }
 }
 
@@ -174,6 +186,7 @@ void build_basic(const csr<V, I, device>& a, cmrs<V, I, device>& out, std::int64
   const cudaStream_t s = stream_of(ctx);
   const int h = out.params.height;
   const std::int64_t nnz = a.nnz();
+  const bool sort = out.params.sort_columns;
   out.strip_ptr.resize(strips + 1);
   out.col_row.resize(nnz);
   out.values.resize(nnz);
@@ -181,30 +194,34 @@ void build_basic(const csr<V, I, device>& a, cmrs<V, I, device>& out, std::int64
                                                                                      a.row_ptr.data(), a.rows, h);
   check_launch("building strip_ptr");
   if (nnz == 0) return;
-  if (!out.params.sort_columns) {
-    pack_entries<<<launch_blocks(nnz, block_threads), block_threads, 0, s>>>(
-        nnz, a.row_ptr.data(), a.rows, a.col_idx.data(), a.values.data(), h, out.col_row.data(), out.values.data());
-    check_launch("packing column words");
+  // With sort_columns the words are packed into scratch and sorted into place.
+  device_array<std::uint32_t> words(sort ? nnz : 0);
+  std::uint32_t* packed = sort ? words.data() : out.col_row.data();
+  const std::int64_t tiles = merge_tiles(a.rows, nnz);
+  auto* cut = static_cast<std::int64_t*>(ctx.workspace((tiles + 1) * sizeof(std::int64_t)));
+  merge_cuts<<<launch_blocks(tiles + 1, block_threads), block_threads, 0, s>>>(cut, tiles, a.row_ptr.data() + 1,
+                                                                               a.rows, nnz);
+  check_launch("searching the merge path");
+  pack_words<<<static_cast<unsigned>(tiles), block_threads, 0, s>>>(cut, a.row_ptr.data(), a.rows, nnz,
+                                                                    a.col_idx.data(), h, packed);
+  check_launch("packing column words");
+  if (!sort) {
+    check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
+               "gpu::csr_to_cmrs: copying values");
     return;
   }
   // Column words are column << 4 | row, so sorting a strip by its words is the sec. 4
   // (column, row) order; canonical CSR stores each position once, so the keys are unique.
-  device_array<std::uint32_t> words(nnz);
-  device_array<V> values(nnz);
-  pack_entries<<<launch_blocks(nnz, block_threads), block_threads, 0, s>>>(
-      nnz, a.row_ptr.data(), a.rows, a.col_idx.data(), a.values.data(), h, words.data(), values.data());
-  check_launch("packing column words");
+  // The scratch words are freed in stream order (formats/device.cu), after the sort.
   std::size_t bytes = 0;
-  check_cuda(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, words.data(), out.col_row.data(), values.data(),
+  check_cuda(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, words.data(), out.col_row.data(), a.values.data(),
                                                  out.values.data(), nnz, strips, out.strip_ptr.data(),
                                                  out.strip_ptr.data() + 1, s),
              "gpu::csr_to_cmrs: sizing the strip sort");
   check_cuda(cub::DeviceSegmentedSort::SortPairs(ctx.workspace(bytes), bytes, words.data(), out.col_row.data(),
-                                                 values.data(), out.values.data(), nnz, strips, out.strip_ptr.data(),
-                                                 out.strip_ptr.data() + 1, s),
+                                                 a.values.data(), out.values.data(), nnz, strips,
+                                                 out.strip_ptr.data(), out.strip_ptr.data() + 1, s),
              "gpu::csr_to_cmrs: sorting strips by column");
-  // words and values are freed on return: wait until the sort no longer reads them.
-  ctx.synchronize();
 }
 
 template <class V>
@@ -239,8 +256,6 @@ void build_reordered(const csr<V, I, device>& a, cmrs<V, I, device>& out, std::i
       strips, a.rows, h, modulo, a.row_ptr.data(), a.col_idx.data(), a.values.data(), out.strip_ptr.data(),
       out.col_row.data(), out.values.data(), out.entry_slot.data());
   check_launch("filling chunks");
-  // slots and offsets are freed on return.
-  ctx.synchronize();
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 // row in an ELL part, sec. 5.2.2, the rest in a COO tail, sec. 5.2.3), byte-identical to the
 // CPU converters.
 //
-// CSR -> HYB: a thread per ELL slot (slot k of row r at k * rows + r, column-major) copies
-// entry row_ptr[r] + k or writes the padding (-1, +0), so consecutive threads write
-// consecutive slots. Each row's tail length max(0, length - w) is summed by an inclusive scan
-// (cub) into the end of the row's tail run; a thread per tail entry finds its row by a binary
-// search over those ends (rows with short rows cost nothing) and copies its entry, in CSR
-// order as the CPU does.
+// CSR -> HYB: the ELL part is written in tiles of rows x slots staged through shared memory:
+// consecutive threads read consecutive entries of a row (its first slots), then consecutive
+// threads write consecutive rows of one slot (column-major), so both sides are coalesced. A
+// thread per slot reading its entry directly would read each row's entries strided across
+// the warp, wasting most of every sector. Each row's tail length max(0, length - w) is summed
+// by an inclusive scan (cub) into the end of the row's tail run; a merge path over those ends
+// and the tail positions (as in csr_coo.cu) gives each tail entry its row, and consecutive
+// threads copy consecutive tail entries, in CSR order as the CPU does.
 // HYB -> CSR: a thread per row counts its ELL entries (up to its first padding slot) and
 // finds its tail run by two binary searches in the row-sorted tail; the scan of the row
 // lengths is row_ptr; then a thread per ELL slot and a thread per tail entry put every entry
@@ -20,6 +22,7 @@
 #include <string>
 
 #include "convert/gpu/hyb.hpp"
+#include "convert/gpu/merge_path.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
@@ -28,6 +31,7 @@ namespace {
 
 using I = std::int32_t;
 constexpr int block_threads = 256;
+static_assert(block_threads == merge_block_threads, "the merge-path kernels load their tiles with merge_block_threads");
 
 // The first position in sorted a[0, n) whose value is > v (upper) or >= v (!upper).
 __device__ std::int64_t search(const I* a, std::int64_t n, std::int64_t v, bool upper) {
@@ -40,14 +44,60 @@ __device__ std::int64_t search(const I* a, std::int64_t n, std::int64_t v, bool 
   return lo;
 }
 
+// ---- The ELL part, in tiles of ell_tile slots: span = 2^span_bits consecutive slots (32, or
+// the width rounded up to a power of two when smaller) of ell_tile / span consecutive rows.
+constexpr int ell_tile_bits = 10, ell_tile = 1 << ell_tile_bits, ell_items = ell_tile / block_threads;
+
 template <class V>
-__global__ void fill_ell(std::int64_t rows, std::int64_t w, const I* row_ptr, const I* col, const V* val, I* ell_col,
-                         V* ell_val) {
-  for (std::int64_t s = first_index(); s < rows * w; s += grid_stride()) {
-    const std::int64_t k = s / rows, r = s - k * rows, j = row_ptr[r] + k;
-    const bool entry = j < row_ptr[r + 1];
-    ell_col[s] = entry ? col[j] : ell_padding;
-    ell_val[s] = entry ? val[j] : V(0);
+__global__ void __launch_bounds__(block_threads)
+    fill_ell(std::int64_t rows, std::int64_t w, int span_bits, std::int64_t row_tiles, std::int64_t tiles,
+             const I* row_ptr, const I* col, const V* val, I* ell_col, V* ell_val) {
+  // Row i of the tile at i * pitch: an odd pitch keeps the write phase's reads down a slot
+  // (consecutive rows) free of bank conflicts. tile_rows * pitch = ell_tile + tile_rows <=
+  // 2 * ell_tile.
+  __shared__ I tile_col[2 * ell_tile];
+  __shared__ V tile_val[2 * ell_tile];
+  const int span = 1 << span_bits, row_bits = ell_tile_bits - span_bits, pitch = span + 1;
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const std::int64_t r0 = (t % row_tiles) << row_bits, k0 = (t / row_tiles) << span_bits;
+    // Read: item x is slot x % span of row x / span, i.e. CSR entry row_ptr[r] + k; slots past
+    // the row's length are padding (-1, +0). Loads first, so that a thread's are in flight
+    // together.
+    I c[ell_items];
+    V v[ell_items];
+#pragma unroll
+    for (int i = 0; i < ell_items; ++i) {
+      const int x = static_cast<int>(threadIdx.x) + i * block_threads;
+      const std::int64_t r = r0 + (x >> span_bits), k = k0 + (x & (span - 1));
+      c[i] = ell_padding;
+      v[i] = V(0);
+      if (r < rows && k < w) {
+        const std::int64_t j = row_ptr[r] + k;
+        if (j < row_ptr[r + 1]) {
+          c[i] = col[j];
+          v[i] = val[j];
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < ell_items; ++i) {
+      const int x = static_cast<int>(threadIdx.x) + i * block_threads;
+      tile_col[(x >> span_bits) * pitch + (x & (span - 1))] = c[i];
+      tile_val[(x >> span_bits) * pitch + (x & (span - 1))] = v[i];
+    }
+    __syncthreads();
+    // Write: item x is row x % tile_rows of slot x / tile_rows, at k * rows + r.
+#pragma unroll
+    for (int i = 0; i < ell_items; ++i) {
+      const int x = static_cast<int>(threadIdx.x) + i * block_threads, row = x & ((1 << row_bits) - 1),
+                q = x >> row_bits;
+      const std::int64_t r = r0 + row, k = k0 + q;
+      if (r < rows && k < w) {
+        ell_col[k * rows + r] = tile_col[row * pitch + q];
+        ell_val[k * rows + r] = tile_val[row * pitch + q];
+      }
+    }
+    __syncthreads();  // the next tile overwrites the staging arrays
   }
 }
 
@@ -56,17 +106,44 @@ __global__ void tail_lengths(std::int64_t rows, std::int64_t w, const I* row_ptr
     len[r] = static_cast<I>(max(std::int64_t{0}, row_ptr[r + 1] - row_ptr[r] - w));
 }
 
-// Tail entry o belongs to the first row whose run ends after it (tail_end: inclusive sums).
+
+// Tail entry o of row r (the run of o over tail_end) is CSR entry row_ptr[r] + w + its rank
+// in the row's run. Positions and rows first, then every load, then every store, so that a
+// thread's loads are in flight together.
 template <class V>
-__global__ void fill_tail(std::int64_t rows, std::int64_t w, std::int64_t tail, const I* row_ptr, const I* col,
-                          const V* val, const I* tail_end, I* out_row, I* out_col, V* out_val) {
-  for (std::int64_t o = first_index(); o < tail; o += grid_stride()) {
-    const std::int64_t r = search(tail_end, rows, o, true);
-    const std::int64_t run_start = tail_end[r] - (row_ptr[r + 1] - row_ptr[r] - w);
-    const std::int64_t j = row_ptr[r] + w + (o - run_start);
-    out_row[o] = static_cast<I>(r);
-    out_col[o] = col[j];
-    out_val[o] = val[j];
+__global__ void __launch_bounds__(block_threads)
+    fill_tail(const std::int64_t* cut, std::int64_t rows, std::int64_t tail, std::int64_t w, const I* tail_end,
+              const I* row_ptr, const I* col, const V* val, I* out_row, I* out_col, V* out_val) {
+  const merge_tile_runs<I> tile = load_merge_tile(cut, tail_end, rows, tail);
+  std::int64_t j[merge_items];
+  I row[merge_items];
+  int run = 0;
+#pragma unroll
+  for (int i = 0; i < merge_items; ++i) {
+    const std::int64_t o = tile.first_item + threadIdx.x + i * block_threads;
+    if (o < tile.end_item) {
+      run = tile.run_of(o, run);
+      const std::int64_t r = tile.first_run + run;
+      row[i] = static_cast<I>(r);
+      j[i] = row_ptr[r] + w + (o - tile.start[run]);
+    }
+  }
+  I c[merge_items];
+  V v[merge_items];
+#pragma unroll
+  for (int i = 0; i < merge_items; ++i)
+    if (tile.first_item + threadIdx.x + i * block_threads < tile.end_item) {
+      c[i] = col[j[i]];
+      v[i] = val[j[i]];
+    }
+#pragma unroll
+  for (int i = 0; i < merge_items; ++i) {
+    const std::int64_t o = tile.first_item + threadIdx.x + i * block_threads;
+    if (o < tile.end_item) {
+      out_row[o] = row[i];
+      out_col[o] = c[i];
+      out_val[o] = v[i];
+    }
   }
 }
 
@@ -158,31 +235,46 @@ hyb<V, std::int32_t, device> csr_to_hyb(const csr<V, std::int32_t, device>& a, c
     hyb<V, std::int32_t, device>::sync_parts(out);
     out.ell.col_idx.resize(rows * w);
     out.ell.values.resize(rows * w);
-    if (rows * w > 0) {
-      fill_ell<<<launch_blocks(rows * w, block_threads), block_threads, 0, s>>>(
-          rows, w, a.row_ptr.data(), a.col_idx.data(), a.values.data(), out.ell.col_idx.data(), out.ell.values.data());
+    if (rows == 0) {
+      ctx.synchronize();
+      return out;
+    }
+    // One scratch block: the tail lengths, their inclusive sums, the scan's space, the tail's
+    // merge path cuts (sized for the longest possible tail, nnz).
+    const std::size_t counts = round_up(rows * sizeof(I)), space = round_up(scan_bytes(rows, ctx));
+    const std::size_t cuts = (merge_tiles(rows, nnz) + 1) * sizeof(std::int64_t);
+    auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * counts + space + cuts));
+    I* len = reinterpret_cast<I*>(scratch);
+    I* tail_end = reinterpret_cast<I*>(scratch + counts);
+    auto* cut = reinterpret_cast<std::int64_t*>(scratch + 2 * counts + space);
+    tail_lengths<<<launch_blocks(rows, block_threads), block_threads, 0, s>>>(rows, w, a.row_ptr.data(), len);
+    check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail lengths");
+    inclusive_sum(len, tail_end, rows, scratch + 2 * counts, space, ctx, "gpu::csr_to_hyb: scanning the tail lengths");
+    // The tail's length is read back (the one wait before the end) while nothing else is
+    // queued, and every allocation is made before the fills, which then run back to back.
+    const std::int64_t tail = read_one(tail_end + rows - 1, ctx);
+    out.coo.row_idx.resize(tail);
+    out.coo.col_idx.resize(tail);
+    out.coo.values.resize(tail);
+    if (w > 0) {
+      int span_bits = 0;
+      while (span_bits < 5 && (std::int64_t{1} << span_bits) < w) ++span_bits;
+      const std::int64_t row_tiles = (rows + (ell_tile >> span_bits) - 1) >> (ell_tile_bits - span_bits);
+      const std::int64_t tiles = row_tiles * ((w + (std::int64_t{1} << span_bits) - 1) >> span_bits);
+      fill_ell<<<launch_blocks(tiles * block_threads, block_threads), block_threads, 0, s>>>(
+          rows, w, span_bits, row_tiles, tiles, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+          out.ell.col_idx.data(), out.ell.values.data());
       check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the ELL fill");
     }
-    std::int64_t tail = 0;
-    if (rows > 0) {
-      // One scratch block: the tail lengths, their inclusive sums, the scan's space.
-      const std::size_t counts = round_up(rows * sizeof(I)), space = scan_bytes(rows, ctx);
-      auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * counts + space));
-      I* len = reinterpret_cast<I*>(scratch);
-      I* tail_end = reinterpret_cast<I*>(scratch + counts);
-      tail_lengths<<<launch_blocks(rows, block_threads), block_threads, 0, s>>>(rows, w, a.row_ptr.data(), len);
-      check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail lengths");
-      inclusive_sum(len, tail_end, rows, scratch + 2 * counts, space, ctx, "gpu::csr_to_hyb: scanning the tail lengths");
-      tail = read_one(tail_end + rows - 1, ctx);
-      out.coo.row_idx.resize(tail);
-      out.coo.col_idx.resize(tail);
-      out.coo.values.resize(tail);
-      if (tail > 0) {
-        fill_tail<<<launch_blocks(tail, block_threads), block_threads, 0, s>>>(
-            rows, w, tail, a.row_ptr.data(), a.col_idx.data(), a.values.data(), tail_end, out.coo.row_idx.data(),
-            out.coo.col_idx.data(), out.coo.values.data());
-        check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail fill");
-      }
+    if (tail > 0) {
+      const std::int64_t tiles = merge_tiles(rows, tail);
+      merge_cuts<<<launch_blocks(tiles + 1, block_threads), block_threads, 0, s>>>(cut, tiles, tail_end, rows, tail);
+      check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail's merge path search");
+      fill_tail<<<static_cast<unsigned>(tiles), block_threads, 0, s>>>(cut, rows, tail, w, tail_end, a.row_ptr.data(),
+                                                                      a.col_idx.data(), a.values.data(),
+                                                                      out.coo.row_idx.data(), out.coo.col_idx.data(),
+                                                                      out.coo.values.data());
+      check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the tail fill");
     }
     ctx.synchronize();
     return out;

@@ -165,6 +165,13 @@ any_device_matrix from_csr(dcsr<V, I>&& a, std::string_view target, const conver
 
 template <class V2, class I2, class M>
 any_device_matrix retarget(const M& in, std::string_view target, const convert_options& o, gpu_context& ctx) {
+  // A CSR of the wanted types is converted from as it is: copying it first (to_csr's copy)
+  // would cost as much as an SpMV. Only CSR -> CSR, whose result is a new matrix, copies.
+  if constexpr (std::is_same_v<M, dcsr<V2, I2>>) {
+    if (target == "coo") return any_device_matrix(csr_to_coo(in, ctx));
+    if constexpr (std::is_same_v<I2, std::int32_t>)
+      if (target != "csr") return from_csr32(in, target, o, ctx);
+  }
   return from_csr(retype<V2, I2>(to_csr(in, ctx), ctx), target, o, ctx);
 }
 

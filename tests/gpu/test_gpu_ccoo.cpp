@@ -154,6 +154,18 @@ TEST(GpuCcooConvert, MixesTableAndDirectChunks) {
   check_both_types(a, {1, 1}, ctx);
 }
 
+// More distinct values (2.9M random doubles) than the converter's hash table counts (2^21
+// slots): the value table comes from the radix-sort route, which must give the same table.
+TEST(GpuCcooConvert, ManyDistinctValuesTakeTheSortRoute) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  auto a = test::random_csr(4000, 4000, 800.0, 3);
+  ASSERT_GT(a.nnz(), std::int64_t{1} << 21);
+  // A few frequent values among the unique ones, so that the table's order matters.
+  for (std::size_t k = 0; k < a.values.size(); k += 7) a.values[k] = static_cast<double>(k % 5);
+  check_conversions(a, {256, 4}, ctx);
+}
+
 // One chunk per row with 8-, 16- and 32-bit column offsets.
 TEST(GpuCcooConvert, ColumnOffsetWidths) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
