@@ -197,6 +197,32 @@ TEST(BenchCli, ContainerInputFloatScaleToAndSkippedFiles) {
   EXPECT_EQ(rows[1][static_cast<std::size_t>(col)], "");
 }
 
+// --generate: matrices made by the generators of `spconv gen`, measured like files (here on
+// the CPU; tests/gpu/test_gpu_cli.cpp runs stencil27 generated on the GPU).
+TEST(BenchCli, GeneratedMatrices) {
+  test::temp_dir d;
+  const auto r = test::run_spconv({"bench", sample.string(), "--generate", "stencil27:6", "--generate", "stencil5:12",
+                                   "--repeat", "1", "--formats", "csr,hyb", "--no-storage", "--json",
+                                   (d / "g.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = read_json(d / "g.json");
+  ASSERT_EQ(j["matrices"].size(), 3u);  // the file first, then the generated ones in order
+  EXPECT_EQ(j["matrices"][1]["rows"], 216);
+  EXPECT_EQ(j["matrices"][2]["rows"], 144);
+  EXPECT_NE(j["matrices"][1]["name"].get<std::string>().find("stencil27 6"), std::string::npos);
+  for (const auto& rec : j["results"]) EXPECT_EQ(rec["status"], "ok") << rec["message"];
+  // A bad spec is skipped with a usage error and, nothing else measured, fails the run (2).
+  const auto bad = test::run_spconv({"bench", "--generate", "lattice:3", "--repeat", "1", "--no-storage"});
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("lattice"), std::string::npos) << bad.err;
+  const auto not_int = test::run_spconv({"bench", "--generate", "stencil27:x", "--repeat", "1", "--no-storage"});
+  EXPECT_EQ(not_int.code, 2) << not_int.err;
+  EXPECT_NE(not_int.err.find("not an integer"), std::string::npos) << not_int.err;
+  const auto nothing = test::run_spconv({"bench", "--repeat", "1"});
+  EXPECT_EQ(nothing.code, 2) << nothing.err;
+  EXPECT_NE(nothing.err.find("nothing to measure"), std::string::npos) << nothing.err;
+}
+
 TEST(BenchCli, Refusals) {
   test::temp_dir d;
   const auto unknown = test::run_spconv({"bench", sample.string(), "--formats", "csr,lattice"});

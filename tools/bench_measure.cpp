@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "convert/gpu/graph.hpp"
 #include "formats/any_device_matrix.hpp"
 #include "formats/device.hpp"
+#include "io/generate_gpu.hpp"
 #include "io/hdf5/device_load.hpp"
 #include "kernels/gpu/spmv.hpp"
 #include "kernels/gpu/spmv_any.hpp"
@@ -429,10 +431,9 @@ struct runner::gpu_state {
         }
         const any_device_matrix& dm = converted ? *converted : da;
         // CSR's kernel has no stored parameter; which of our row kernels ran is shown instead.
-        f.params = target != "csr"                         ? device_params(dm)
-                   : method == gpu::csr_method::hola       ? "kernel=hola"
-                   : gpu::choose_csr_kernel(a.rows, a.nnz()) == gpu::csr_kernel::warp_per_row ? "kernel=warp_per_row"
-                                                                                               : "kernel=thread_per_row";
+        f.params = target != "csr"                   ? device_params(dm)
+                   : method == gpu::csr_method::hola ? "kernel=hola"
+                                                     : "lanes=" + std::to_string(gpu::csr_vector_lanes(a.rows, a.nnz()));
         f.bytes = device_bytes(dm);
         auto run = [&] { gpu::spmv<V>(dm, V(1), dx.data(), V(0), dy.data(), ctx, method); };
         dy.upload(nan.data(), nan.size());
@@ -527,6 +528,54 @@ matrix_figures runner::measure(const fs::path& file) {
     out.mtx_parse = sample(s_.io_repeat, false, load);
   }
 
+  return measure_matrix(m, std::move(out));
+}
+
+matrix_figures runner::measure_generated(const std::string& spec) {
+  const auto progress = [&](const std::string& what) {
+    if (s_.progress) s_.progress(what);
+  };
+  std::vector<std::string> parts;
+  for (std::size_t b = 0;;) {
+    const std::size_t e = spec.find(':', b);
+    parts.push_back(spec.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  std::vector<std::int64_t> params;
+  for (std::size_t k = 1; k < parts.size(); ++k) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(parts[k].data(), parts[k].data() + parts[k].size(), v);
+    if (ec != std::errc{} || end != parts[k].data() + parts[k].size() || parts[k].empty())
+      fail(errc::usage, "--generate " + spec + ": parameter '" + parts[k] + "' is not an integer (KIND:P1:P2...)");
+    params.push_back(v);
+  }
+  constexpr std::uint64_t seed = 1;
+  matrix_figures out;
+  out.path = spec;
+  out.values = s_.values;
+  any_matrix m;
+  bool on_device = false;
+#ifdef SPCONV_HAVE_CUDA
+  if (gpu_ && parts[0] == "stencil27" && params.size() == 1) {
+    progress("generating on the gpu");
+    if (s_.values == value_type::f32) m = to_host(gen::gpu::stencil27<float>(params[0], seed, gpu_->ctx));
+    else m = to_host(gen::gpu::stencil27<double>(params[0], seed, gpu_->ctx));
+    on_device = true;
+  }
+#endif
+  if (!on_device) {
+    progress("generating");
+    m = gen::generate(parts[0], params, s_.values, seed);
+  }
+  out.name = gen::describe(parts[0], params, seed) + (on_device ? " (generated on the GPU)" : "");
+  return measure_matrix(m, std::move(out));
+}
+
+matrix_figures runner::measure_matrix(any_matrix& m, matrix_figures out) {
+  const auto progress = [&](const std::string& what) {
+    if (s_.progress) s_.progress(what);
+  };
   auto run = [&](const auto& a) {
     using V = typename std::remove_cvref_t<decltype(a)>::value_type;
     const problem<V> p(m, a);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "formats/any_matrix.hpp"
+
 #include "formats/types.hpp"
 
 namespace spconv::bench {
@@ -97,7 +99,15 @@ class runner {
   // the matrix or fails on the device is recorded as refused.
   matrix_figures measure(const std::filesystem::path& file);
 
+  // Generates `spec`, "KIND:P1:P2:..." with the kinds and parameters of `spconv gen` (seed 1),
+  // and measures it. stencil27 is generated on the device when the GPU is measured
+  // (gen::gpu::stencil27: the host generator's bits, without building it on the host), every
+  // other kind on the host. Not replicated (--scale-to applies to files); no Matrix Market
+  // parse to compare with. errc::usage for a malformed spec or an unknown kind.
+  matrix_figures measure_generated(const std::string& spec);
+
  private:
+  matrix_figures measure_matrix(any_matrix& m, matrix_figures out);
   struct gpu_state;
   settings s_;
   std::unique_ptr<gpu_state> gpu_;

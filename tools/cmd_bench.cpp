@@ -1,4 +1,4 @@
-// spconv bench IN... [--formats all|LIST] [--device cpu|gpu|both] [--type float|double]
+// spconv bench [IN...] [--generate KIND:P...] [--formats all|LIST] [--device cpu|gpu|both] [--type float|double]
 //                    [--repeat N] [--json FILE] [--csv FILE] [--plot DIR] [--scale-to NNZ]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -170,7 +170,7 @@ void run_plot(const fs::path& json, const fs::path& dir) {
 
 command add_bench(CLI::App& app) {
   struct opts {
-    std::vector<std::string> inputs;
+    std::vector<std::string> inputs, generate;
     std::string formats = "all", device = "cpu", type = "double", json, csv, plot, tmp;
     int repeat = 10, io_repeat = 3, batch = 0;
     std::int64_t scale_to = 0;
@@ -179,8 +179,10 @@ command add_bench(CLI::App& app) {
   auto o = std::make_shared<opts>();
   auto* sub = app.add_subcommand(
       "bench", "Measure conversion cost, SpMV speed, storage and load time per format, on the CPU and the GPU");
-  sub->add_option("IN", o->inputs, "Matrix Market (.mtx, .mtx.gz) or container (.h5) files, or directories of them")
-      ->required();
+  sub->add_option("IN", o->inputs, "Matrix Market (.mtx, .mtx.gz) or container (.h5) files, or directories of them");
+  sub->add_option("--generate", o->generate,
+                  "also measure a generated matrix, KIND:P1:P2... with the kinds of `spconv gen` (seed 1), e.g. "
+                  "stencil27:203; stencil27 is generated on the GPU when the GPU is measured (repeatable)");
   sub->add_option("--formats", o->formats, "all, or a comma-separated list of: " + format_names_joined(", "))
       ->capture_default_str();
   sub->add_option("--device", o->device,
@@ -218,7 +220,8 @@ command add_bench(CLI::App& app) {
       "Examples:\n"
       "  spconv bench ../shared/matrices/real --formats csr,hyb,csr5 --csv out.csv\n"
       "  spconv bench matrix.mtx --device both --json out.json --plot plots/\n"
-      "  spconv bench ../shared/matrices/real --device gpu --scale-to 50000000");
+      "  spconv bench ../shared/matrices/real --device gpu --scale-to 50000000\n"
+      "  spconv bench --generate stencil27:203 --device gpu --no-storage");
 
   return {sub, [o] {
             // Everything that can be refused is refused before the first measurement.
@@ -243,6 +246,8 @@ command add_bench(CLI::App& app) {
             s.scale_to = o->scale_to;
             s.storage = !o->no_storage;
             s.tmp_dir = o->tmp;
+            if (o->inputs.empty() && o->generate.empty())
+              fail(errc::usage, "bench: nothing to measure: give input files (IN...) or --generate KIND:PARAMS");
             const std::vector<fs::path> files = expand_inputs(o->inputs);
             fs::path json_path = o->json;
             if (!o->plot.empty()) {
@@ -252,7 +257,7 @@ command add_bench(CLI::App& app) {
               if (json_path.empty()) json_path = fs::path(o->plot) / "bench.json";
             }
 
-            progress_bar bar(files.size());
+            progress_bar bar(files.size() + o->generate.size());
             s.progress = [&bar](const std::string& what) { bar.show(what); };
             bench::runner runner(s);
             bench::report rep;
@@ -260,16 +265,20 @@ command add_bench(CLI::App& app) {
             rep.config = s;
             std::cout << bench::header_text(rep) << std::flush;
             std::optional<errc> first_error;
-            for (std::size_t i = 0; i < files.size(); ++i) {
-              bar.matrix(i, files[i].filename().string());
+            // The files, then the generated matrices; one that fails is skipped and reported.
+            const std::size_t total = files.size() + o->generate.size();
+            for (std::size_t i = 0; i < total; ++i) {
+              const bool file = i < files.size();
+              const std::string what = file ? files[i].string() : o->generate[i - files.size()];
+              bar.matrix(i, file ? files[i].filename().string() : what);
               try {
-                rep.matrices.push_back(runner.measure(files[i]));
+                rep.matrices.push_back(file ? runner.measure(files[i]) : runner.measure_generated(what));
                 bar.clear();
                 std::cout << bench::matrix_text(rep.matrices.back()) << std::flush;
               } catch (const error& e) {
                 bar.clear();
-                std::cerr << "spconv bench: skipped " << files[i].string() << ": " << e.what() << "\n";
-                rep.skipped.emplace_back(files[i].string(), e.what());
+                std::cerr << "spconv bench: skipped " << what << ": " << e.what() << "\n";
+                rep.skipped.emplace_back(what, e.what());
                 if (!first_error) first_error = e.code();
               }
             }

@@ -6,6 +6,7 @@
 // sums are combined by the segmented scan of Listing 1.2 and added to y with atomicAdd.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "convert/gpu/ccoo_device.cuh"
@@ -51,70 +52,157 @@ struct chunks_view {
   int b, k;
 };
 
+// A group's K column offsets and K values (or table indices), into registers. Sections are
+// only aligned to their element size, but the alignment of a section modulo 16 is the same for
+// every group of the chunk (groups are K * size bytes apart), so one test per chunk picks
+// whole-group vector loads (4 or 8 bytes of offsets, 16-byte pairs of values) when the
+// section allows them and single loads otherwise. Fewer, wider loads: the same bytes in a
+// quarter of the load instructions for K = 4.
 template <class V, int K>
-__global__ void chunk_products(chunks_view m, const V* table, int table_size, V alpha, const V* __restrict__ x, V* y) {
+struct group_loader {
+  bool wide_cols, wide_vals;
+
+  __device__ group_loader(const std::uint8_t* cols, std::uint32_t col_bytes, const std::uint8_t* vals,
+                          std::uint32_t value_bytes) {
+    const auto at = [](const void* p, std::uintptr_t a) { return (reinterpret_cast<std::uintptr_t>(p) & (a - 1)) == 0; };
+    wide_cols = K == 4 && col_bytes <= 2 && at(cols, 4 * col_bytes);
+    wide_vals = K == 4 && (value_bytes == 1 ? at(vals, 4) : value_bytes == sizeof(V) && at(vals, 16));
+  }
+
+  __device__ void columns(const std::uint8_t* cols, std::uint32_t col_bytes, std::int64_t g, std::uint32_t* off) const {
+    if constexpr (K == 4) {
+      if (wide_cols) {
+        if (col_bytes == 1) {
+          const std::uint32_t w = reinterpret_cast<const std::uint32_t*>(cols)[g];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) off[j] = (w >> (8 * j)) & 0xffu;
+        } else {
+          const uint2 w = reinterpret_cast<const uint2*>(cols)[g];
+          off[0] = w.x & 0xffffu;
+          off[1] = w.x >> 16;
+          off[2] = w.y & 0xffffu;
+          off[3] = w.y >> 16;
+        }
+        return;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < K; ++j) off[j] = ccoo_device::col_offset(cols, col_bytes, g * K + j);
+  }
+
+  // Table indices (lut) or the values themselves.
+  __device__ void values(const std::uint8_t* vals, bool lut, const V* table, std::int64_t g, V* v) const {
+    if constexpr (K == 4) {
+      if (wide_vals) {
+        if (lut) {
+          const std::uint32_t w = reinterpret_cast<const std::uint32_t*>(vals)[g];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) v[j] = table[(w >> (8 * j)) & 0xffu];
+        } else if constexpr (sizeof(V) == 8) {
+          const double2 a = reinterpret_cast<const double2*>(vals)[2 * g], b = reinterpret_cast<const double2*>(vals)[2 * g + 1];
+          v[0] = a.x;
+          v[1] = a.y;
+          v[2] = b.x;
+          v[3] = b.y;
+        } else {
+          const float4 a = reinterpret_cast<const float4*>(vals)[g];
+          v[0] = a.x;
+          v[1] = a.y;
+          v[2] = a.z;
+          v[3] = a.w;
+        }
+        return;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const std::int64_t e = g * K + j;
+      v[j] = lut ? table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
+    }
+  }
+};
+
+// The block loops over chunks blockIdx.x, blockIdx.x + gridDim.x, ... (enough blocks to fill
+// the device, launched once): the value table is staged in shared memory once per block
+// instead of once per chunk, and the per-block start-up is paid once per ~100 chunks.
+template <class V, int K>
+__global__ void __launch_bounds__(block_threads)
+    chunk_products(chunks_view m, std::int64_t chunks, const V* table, int table_size, V alpha,
+                   const V* __restrict__ x, V* y) {
   __shared__ V s_table[ccoo_table_capacity];
   __shared__ V warp_sum[block_threads / warp_size];
   const int k = K ? K : m.k;
-  const std::int64_t c = blockIdx.x;
-  const std::int64_t e_count = ccoo_device::chunk_entries(m.counts[0], std::int64_t{m.b} * k, c);
-  const std::uint8_t code = m.format[c];
-  const ccoo_device::section l = ccoo_device::chunk_section(e_count, k, code, sizeof(V));
-  const std::uint8_t* p = m.blob + m.ptr[c];
-  const std::uint8_t* roff = (code & ccoo_code::single_row) ? nullptr : p + l.rows;
-  const std::uint8_t* bitmap = (code & ccoo_code::pads) ? p + l.pads : nullptr;
-  const std::uint8_t* cols = p + l.cols;
-  const std::uint8_t* vals = p + l.values;
-  const bool lut = code & ccoo_code::lut;
-  if (lut) {  // the same branch for the whole block
-    for (int i = threadIdx.x; i < table_size; i += blockDim.x) s_table[i] = table[i];
-    __syncthreads();
-  }
-  const V* xb = x + m.col[c];
-  const std::int64_t base_row = m.row[c];
   const int t = threadIdx.x, lane = t % warp_size;
+  for (int i = t; i < table_size; i += blockDim.x) s_table[i] = table[i];
+  __syncthreads();
 
-  // One thread: its group's K products, in order, skipping padding.
-  V sum = 0;
-  int row = -1;  // the group's row offset; -1 for threads past the chunk's groups
-  if (t < e_count / k) {
-    row = roff ? roff[t] : 0;
+  for (std::int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const std::int64_t e_count = ccoo_device::chunk_entries(m.counts[0], std::int64_t{m.b} * k, c);
+    const std::uint8_t code = m.format[c];
+    const ccoo_device::section l = ccoo_device::chunk_section(e_count, k, code, sizeof(V));
+    const std::uint8_t* p = m.blob + m.ptr[c];
+    const std::uint8_t* roff = (code & ccoo_code::single_row) ? nullptr : p + l.rows;
+    const std::uint8_t* bitmap = (code & ccoo_code::pads) ? p + l.pads : nullptr;
+    const std::uint8_t* cols = p + l.cols;
+    const std::uint8_t* vals = p + l.values;
+    const bool lut = code & ccoo_code::lut;
+    const V* xb = x + m.col[c];
+    const std::int64_t base_row = m.row[c];
+
+    // One thread: its group's K products, in order, skipping padding.
+    V sum = 0;
+    int row = -1;  // the group's row offset; -1 for threads past the chunk's groups
+    if (t < e_count / k) {
+      row = roff ? roff[t] : 0;
+      if constexpr (K != 0) {
+        const group_loader<V, K> load(cols, l.col_bytes, vals, l.value_bytes);
+        std::uint32_t off[K];
+        V v[K];
+        load.columns(cols, l.col_bytes, t, off);
+        load.values(vals, lut, s_table, t, v);
 #pragma unroll
-    for (int j = 0; j < k; ++j) {
-      const std::int64_t e = static_cast<std::int64_t>(t) * k + j;
-      if (ccoo_device::is_pad(bitmap, e)) continue;
-      const V v = lut ? s_table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
-      sum += v * xb[ccoo_device::col_offset(cols, l.col_bytes, e)];
+        for (int j = 0; j < K; ++j)
+          if (!ccoo_device::is_pad(bitmap, std::int64_t{t} * K + j)) sum += v[j] * xb[off[j]];
+      } else {
+        for (int j = 0; j < k; ++j) {
+          const std::int64_t e = static_cast<std::int64_t>(t) * k + j;
+          if (ccoo_device::is_pad(bitmap, e)) continue;
+          const V v = lut ? s_table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
+          sum += v * xb[ccoo_device::col_offset(cols, l.col_bytes, e)];
+        }
+      }
     }
-  }
 
-  if (!roff) {
-    // One row: a plain reduction, one atomicAdd per chunk.
-    for (int offset = warp_size / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    if (lane == 0) warp_sum[t / warp_size] = sum;
-    __syncthreads();
-    if (t == 0) {
-      V total = 0;
-      for (int w = 0; w < static_cast<int>(blockDim.x / warp_size); ++w) total += warp_sum[w];
-      add_to(y + base_row, alpha * total);
+    if (!roff) {
+      // One row: a plain reduction, one atomicAdd per chunk. The code is the same for the
+      // whole block, so every thread takes this branch and reaches both barriers.
+      for (int offset = warp_size / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+      if (lane == 0) warp_sum[t / warp_size] = sum;
+      __syncthreads();
+      if (t == 0) {
+        V total = 0;
+        for (int w = 0; w < static_cast<int>(blockDim.x / warp_size); ++w) total += warp_sum[w];
+        add_to(y + base_row, alpha * total);
+      }
+      __syncthreads();  // warp_sum is written again for the next chunk
+      continue;
     }
-    return;
+    // Listing 1.2: a segmented suffix scan. After the step with distance d, each lane holds the
+    // sum of the lanes [lane, lane + 2d) that share its row (rows do not decrease along the
+    // warp, so equal rows at both ends mean equal rows in between). The first lane of every
+    // row segment then holds the segment's sum and adds it to y.
+    for (int d = 1; d < warp_size; d *= 2) {
+      const V other = __shfl_down_sync(0xffffffffu, sum, d);
+      const int other_row = __shfl_down_sync(0xffffffffu, row, d);
+      if (lane + d < warp_size && other_row == row) sum += other;
+    }
+    const int prev = __shfl_up_sync(0xffffffffu, row, 1);
+    if (row >= 0 && (lane == 0 || prev != row)) add_to(y + base_row + row, alpha * sum);
   }
-  // Listing 1.2: a segmented suffix scan. After the step with distance d, each lane holds the
-  // sum of the lanes [lane, lane + 2d) that share its row (rows do not decrease along the
-  // warp, so equal rows at both ends mean equal rows in between). The first lane of every
-  // row segment then holds the segment's sum and adds it to y.
-  for (int d = 1; d < warp_size; d *= 2) {
-    const V other = __shfl_down_sync(0xffffffffu, sum, d);
-    const int other_row = __shfl_down_sync(0xffffffffu, row, d);
-    if (lane + d < warp_size && other_row == row) sum += other;
-  }
-  const int prev = __shfl_up_sync(0xffffffffu, row, 1);
-  if (row >= 0 && (lane == 0 || prev != row)) add_to(y + base_row + row, alpha * sum);
 }
 
 template <class V>
-using kernel_fn = void (*)(chunks_view, const V*, int, V, const V*, V*);
+using kernel_fn = void (*)(chunks_view, std::int64_t, const V*, int, V, const V*, V*);
 
 // The K loop unrolls for the K the automatic rule picks (4, 2, 1); other K run it with a
 // run-time bound.
@@ -152,8 +240,16 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   // A thread per group: B rounded up to whole warps (B <= 256 = block_threads).
   const int threads = (b + warp_size - 1) / warp_size * warp_size;
   const kernel_fn<V> kernel = pick<V>(k);
-  kernel<<<static_cast<unsigned>(chunks), threads, 0, s>>>(m, a.table.data(), static_cast<int>(a.table.size()), alpha,
-                                                           x, y);
+  // As many blocks as fit on the device at once (more would run as a second, partial wave);
+  // each loops over its share of the equal-sized chunks.
+  int device = 0, sms = 0, per_sm = 0;
+  check_cuda(cudaGetDevice(&device), "gpu::spmv: reading the current device");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "gpu::spmv: counting the SMs");
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+             "gpu::spmv: the CCOO kernel's occupancy");
+  const std::int64_t blocks = std::min<std::int64_t>(chunks, std::int64_t{sms} * std::max(per_sm, 1));
+  kernel<<<static_cast<unsigned>(blocks), threads, 0, s>>>(m, chunks, a.table.data(), static_cast<int>(a.table.size()),
+                                                           alpha, x, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO chunk kernel");
 }
 

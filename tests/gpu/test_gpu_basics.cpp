@@ -93,6 +93,27 @@ TEST(GpuMemory, OutOfMemoryIsADeviceErrorThatNamesTheSizes) {
   EXPECT_EQ(d.size(), 3u);
 }
 
+// Device memory comes from spconv's pool and goes back to it when freed: an array made again
+// from the pool's kept memory holds what is copied in; device_memory_info() (which returns the
+// pool's spare memory first) counts a live 1 GiB array as used and a freed one as free.
+TEST(GpuMemory, PoolMemoryIsReusedAndReturned) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  constexpr std::size_t gib = std::size_t{1} << 30;
+  const std::size_t before = device_memory_info().free;
+  ASSERT_GT(before, 4 * gib);
+  std::vector<std::int32_t> h(1 << 20);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<std::int32_t>(i * 2654435761u);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    device_array<std::int32_t> a;
+    a.resize(gib / sizeof(std::int32_t));
+    a.upload(h.data(), h.size());
+    EXPECT_EQ(test::download(a), h);
+    EXPECT_LT(device_memory_info().free, before - gib / 2);
+  }
+  EXPECT_GT(device_memory_info().free, before - gib / 2);
+}
+
 // ---- copies ----------------------------------------------------------------------------
 
 // Every any_matrix alternative (every format, float and double, CSR/COO with both index
@@ -158,27 +179,15 @@ TEST(GpuCopy, HybPartsTakeTheMatrixShapeOnTheDevice) {
 
 namespace {
 
-enum class method { cusparse, automatic, thread_per_row, warp_per_row };
-constexpr method all_methods[] = {method::cusparse, method::automatic, method::thread_per_row, method::warp_per_row};
+// cuSPARSE (lanes -1), our kernel's automatic choice (0) and every vector width.
+constexpr int all_methods[] = {-1, 0, 1, 2, 4, 8, 16, 32};
 
-const char* method_name(method m) {
-  switch (m) {
-    case method::cusparse: return "cusparse";
-    case method::automatic: return "automatic";
-    case method::thread_per_row: return "thread_per_row";
-    case method::warp_per_row: return "warp_per_row";
-  }
-  return "?";
-}
+std::string method_name(int m) { return m < 0 ? "cusparse" : m == 0 ? "automatic" : std::to_string(m) + " lanes"; }
 
 template <class V, class I>
-void run(method m, const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
-  switch (m) {
-    case method::cusparse: return gpu::spmv_cusparse(a, alpha, x, beta, y, ctx);
-    case method::automatic: return gpu::spmv(a, alpha, x, beta, y, ctx);
-    case method::thread_per_row: return gpu::spmv(a, alpha, x, beta, y, ctx, gpu::csr_kernel::thread_per_row);
-    case method::warp_per_row: return gpu::spmv(a, alpha, x, beta, y, ctx, gpu::csr_kernel::warp_per_row);
-  }
+void run(int m, const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+  if (m < 0) gpu::spmv_cusparse(a, alpha, x, beta, y, ctx);
+  else gpu::spmv(a, alpha, x, beta, y, ctx, m);
 }
 
 // Every method, with beta != 0 and with beta == 0 on a y full of NaN (which must not be
@@ -193,7 +202,7 @@ void check_spmv(const csr<double, std::int32_t>& src, gpu_context& ctx) {
   dx.upload(x.data(), x.size());
   const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
-  for (method m : all_methods) {
+  for (int m : all_methods) {
     SCOPED_TRACE(method_name(m));
     for (const V beta : {V(-0.5), V(0)}) {
       const V alpha = V(1.25);
@@ -235,9 +244,20 @@ TEST(GpuSpmv, KernelsAndCusparseMatchTheCpuOnRealMatrices) {
 
 TEST(GpuSpmv, AutomaticRuleFollowsTheMeanRowLength) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  EXPECT_EQ(gpu::choose_csr_kernel(0, 0), gpu::csr_kernel::thread_per_row);
-  EXPECT_EQ(gpu::choose_csr_kernel(100, 1599), gpu::csr_kernel::thread_per_row);
-  EXPECT_EQ(gpu::choose_csr_kernel(100, 1600), gpu::csr_kernel::warp_per_row);
+  EXPECT_EQ(gpu::csr_vector_lanes(0, 0), 1);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 999), 1);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 1000), 8);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 1599), 8);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 1600), 16);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 6399), 16);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 6400), 32);
+  EXPECT_EQ(gpu::csr_vector_lanes(100, 1000000), 32);
+  gpu_context ctx;
+  const auto d = to_device(test::random_csr(10, 10, 3, 1));
+  device_array<double> x, y;
+  x.resize(10);
+  y.resize(10);
+  test::expect_error([&] { gpu::spmv(d, 1.0, x.data(), 0.0, y.data(), ctx, 3); }, errc::usage, "3 lanes per CSR row");
 }
 
 // ---- COO <-> CSR -------------------------------------------------------------------------

@@ -58,3 +58,15 @@ TEST(GpuCli, RealMatricesConvertOnTheGpuLikeOnTheCpu) {
     }
   }
 }
+
+// bench --generate stencil27:N on the GPU: the stencil is made on the device, measured there
+// and checked against cuSPARSE; the run names where it was generated.
+TEST(GpuCli, BenchMeasuresAStencilGeneratedOnTheGpu) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  const auto r = test::run_spconv({"bench", "--generate", "stencil27:24", "--device", "gpu", "--formats", "csr,csr5",
+                                   "--repeat", "1", "--no-storage"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("stencil27 24 --seed 1 (generated on the GPU)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("13824 x 13824"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("WRONG"), std::string::npos) << r.out;
+}
