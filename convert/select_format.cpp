@@ -76,6 +76,30 @@ void measure_values(const csr<V, I>& a, selection_stats& s) {
   s.table_share = static_cast<double>(std::accumulate(hits.begin(), hits.end(), std::int64_t{0})) / static_cast<double>(n);
 }
 
+// CCOO's column-offset width, estimated over windows of 1024 consecutive entries (the
+// automatic 256 x 4 chunk, its row padding aside): 1, 2 or 4 bytes as the window's column
+// span fits 8, 16 or 32 bits.
+template <class V>
+void measure_offsets(const csr<V, I>& a, selection_stats& s) {
+  constexpr std::int64_t window = 1024;
+  const std::int64_t n = a.nnz(), windows = (n + window - 1) / window;
+  const int blocks = block_count(windows, 64);
+  std::vector<std::int64_t> sums(static_cast<std::size_t>(blocks), 0);
+  parallel_blocks(windows, blocks, [&](int b, std::int64_t lo, std::int64_t hi) {
+    std::int64_t sum = 0;
+    for (std::int64_t w = lo; w < hi; ++w) {
+      const auto [low, high] = std::minmax_element(a.col_idx.begin() + w * window,
+                                                   a.col_idx.begin() + std::min(n, (w + 1) * window));
+      const std::int64_t span = static_cast<std::int64_t>(*high) - *low;
+      sum += span < (1 << 8) ? 1 : span < (1 << 16) ? 2 : 4;
+    }
+    sums[static_cast<std::size_t>(b)] = sum;
+  });
+  s.ccoo_offset_bytes = windows > 0 ? static_cast<double>(std::accumulate(sums.begin(), sums.end(), std::int64_t{0})) /
+                                          static_cast<double>(windows)
+                                    : 1.0;
+}
+
 // HYB with the automatic ELL width: rows * width ELL slots (padding included, as its kernel
 // and `spconv bench` count them) and the COO tail of the entries beyond the width (row, column,
 // value each). Absent when HYB cannot hold the matrix (32-bit slot index).
@@ -145,12 +169,15 @@ std::string row_summary(const selection_stats& s) {
   return "longest row " + std::to_string(s.row_max) + " entries, mean " + fixed(s.row_mean, 1);
 }
 
+bool has_long_row(const selection_stats& s) {
+  return s.row_max >= gpu_long_row_min_entries && static_cast<double>(s.row_max) >= gpu_long_row_over_mean * s.row_mean;
+}
+
 template <class V>
 void decide_gpu(const csr<V, I>& a, format_choice& c) {
   selection_stats& s = c.stats;
+  const bool long_row = has_long_row(s);
   if (s.csr_bytes < gpu_launch_bound_bytes) {
-    const bool long_row = s.row_max >= gpu_long_row_min_entries &&
-                          static_cast<double>(s.row_max) >= gpu_long_row_over_mean * s.row_mean;
     if (long_row) {
       pick(c, "csr5", "gpu-small-long-row",
            "launch-bound (CSR " + mib(s.csr_bytes) + " < " + mib(gpu_launch_bound_bytes) + ") with a long row: " +
@@ -163,13 +190,37 @@ void decide_gpu(const csr<V, I>& a, format_choice& c) {
     return;
   }
   measure_values(a, s);
-  if (*s.table_share >= gpu_ccoo_min_table_share) {
+  const bool table = *s.table_share >= gpu_ccoo_min_table_share;
+  if (!table && s.row_max * s.rows == s.nnz) {
+    pick(c, "hyb", "gpu-uniform-rows",
+         "every row holds " + std::to_string(s.row_max) +
+             (s.row_max == 1 ? " entry" : " entries") +
+             ": HYB's ELL part holds the matrix without padding or tail, one kernel reading CSR's bytes without "
+             "row_ptr");
+    return;
+  }
+  if (s.row_mean < gpu_short_row_mean && !long_row) {
+    pick(c, "csr", "gpu-short-rows",
+         "short rows: mean " + fixed(s.row_mean, 1) + " < " + fixed(gpu_short_row_mean, 1) + " entries, longest " +
+             std::to_string(s.row_max) + ": CSR's kernel gives each row one thread and reads the fewest bytes");
+    return;
+  }
+  if (table) {
     const std::int64_t n = *s.table_values;
     const std::string what = n < static_cast<std::int64_t>(ccoo_table_capacity)
                                  ? std::to_string(n) + (n == 1 ? " distinct value" : " distinct values")
                                  : "its 256 most frequent values cover " + percent(*s.table_share) + " of the entries";
     pick(c, "ccoo", "gpu-value-table",
          "few distinct values: " + what + ", so CCOO stores each value as a 1-byte index into its 256-value table");
+    return;
+  }
+  measure_offsets(a, s);
+  if (*s.ccoo_offset_bytes <= gpu_ccoo_max_offset_bytes) {
+    pick(c, "ccoo", "gpu-narrow-offsets",
+         "local columns: CCOO's column offsets take " + fixed(*s.ccoo_offset_bytes, 2) +
+             " bytes per entry on average (at most " + fixed(gpu_ccoo_max_offset_bytes, 0) +
+             "), so it reads fewer bytes than CSR also without its value table (" +
+             percent(*s.table_share) + " of the entries covered)");
     return;
   }
   estimate_hyb(a, s);
@@ -291,6 +342,7 @@ std::vector<std::pair<std::string, double>> choice_statistics(const format_choic
   };
   add("table_values", s.table_values);
   add("table_share", s.table_share);
+  add("ccoo_offset_bytes", s.ccoo_offset_bytes);
   add("hyb_ell_width", s.hyb_ell_width);
   add("hyb_tail", s.hyb_tail);
   add("hyb_bytes", s.hyb_bytes);

@@ -55,6 +55,24 @@ inline constexpr double gpu_long_row_over_mean = 32.0;
 // have few distinct values (pattern and integer matrices).
 inline constexpr double gpu_ccoo_min_table_share = 0.9999;
 
+// GPU, not launch-bound: rows shorter than this on average, without a long row, go to CSR,
+// whose kernel gives each such row one thread (csr_scalar_below, kernels/gpu/spmv.hpp) and
+// reads CSR's bytes at up to 97% of the copy bandwidth there. Measured on the H100 (stop 10,
+// ../shared/matrices/real replicated to 100M entries): CSR was the fastest format on every
+// matrix with a mean below 5 and no long row (add32 4.8, bcspwr10 4.1, luxembourg 2.1: 1.05-1.09x
+// CCOO), and not on any with a mean from 6.3 up; 5.5 lies between.
+inline constexpr double gpu_short_row_mean = 5.5;
+
+// GPU: CCOO stores a chunk's column offsets in 1, 2 or 4 bytes (the chunk's column span).
+// With at most 2 bytes on average over windows of 1024 consecutive entries (the automatic
+// 256 x 4 chunk), CCOO reads at most about 8 + 2 + 0.4 bytes per entry in double without its
+// value table, 0.87x CSR's 12, and its kernel (persistent blocks, whole-group loads) ran at
+// 1.23x cuSPARSE in geometric mean: it was the fastest format on all seven such matrices of
+// the measured set whose value table does not cover them (Groebner, bayer10, bcsstk13,
+// fidapex6, hangGlider_2, memplus, zenios; 1.06-1.38x the row formats). With 4-byte offsets
+// and 8-byte values it reads more than CSR and the row formats decide.
+inline constexpr double gpu_ccoo_max_offset_bytes = 2.0;
+
 // GPU: the share of the device copy bandwidth each kernel reached over its format's bytes
 // plus x and y (README "Benchmarks": H100, double, geometric mean over
 // ../shared/matrices/real replicated to >= 50M entries). HYB's bytes count its ELL padding,
@@ -84,6 +102,9 @@ struct selection_stats {
   // (ccoo_value_table), and the share of the entries whose value is in it.
   std::optional<std::int64_t> table_values;
   std::optional<double> table_share;
+  // CCOO's column offsets (GPU): the mean width in bytes (1, 2 or 4) over windows of 1024
+  // consecutive entries, each window's width given by its column span.
+  std::optional<double> ccoo_offset_bytes;
 
   // HYB and CSR5 byte estimates (GPU), each counting x and y once.
   std::optional<std::int64_t> hyb_ell_width;  // cpu::hyb_auto_ell_width; absent when HYB cannot hold the matrix

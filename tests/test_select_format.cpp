@@ -138,6 +138,21 @@ C few_values(std::int64_t rows, double per_row, std::uint64_t seed) {
   return a;
 }
 
+// `len` random columns in every row (one fewer in row 0 when `ragged`): scattered columns,
+// so that CCOO's column offsets take 4 bytes.
+C scattered_rows(std::int64_t rows, std::int64_t len, bool ragged, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> col(0, rows - 1);
+  return make(rows, rows, [&](std::int64_t r, std::vector<std::int64_t>& cs) {
+    const std::int64_t want = len - (ragged && r == 0 ? 1 : 0);
+    while (static_cast<std::int64_t>(cs.size()) < want) {
+      cs.push_back(col(rng));
+      std::sort(cs.begin(), cs.end());
+      cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+    }
+  }, varied);
+}
+
 // One or two entries per row.
 C short_rows(std::int64_t rows, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -195,13 +210,13 @@ const expectation cpu_csr{"csr", "cpu-blocks", "block size is 1 x 1"};
 std::vector<kind> kinds() {
   return {
       {"stencil2d_few_values", [] { return stencil2d(600, laplacian(2)); }, true,
-       {"ccoo", "gpu-value-table", "2 distinct values"}, cpu_csr},
+       {"csr", "gpu-short-rows", "mean 5.0 < 5.5"}, cpu_csr},
       {"stencil2d_varied", [] { return stencil2d(600, varied); }, true,
-       {"hyb", "gpu-rows", "even enough for HYB"}, cpu_csr},
+       {"csr", "gpu-short-rows", "mean 5.0 < 5.5"}, cpu_csr},
       {"stencil3d_few_values", [] { return stencil3d(64, laplacian(3)); }, true,
        {"ccoo", "gpu-value-table", "2 distinct values"}, cpu_csr},
       {"stencil3d_varied", [] { return stencil3d(64, varied); }, true,
-       {"hyb", "gpu-rows", "ELL width 7"}, cpu_csr},
+       {"ccoo", "gpu-narrow-offsets", "2.00 bytes per entry"}, cpu_csr},
       {"stencil3d_small", [] { return stencil3d(12, varied); }, false,
        {"csr", "gpu-small", "launch-bound"}, cpu_csr},
       {"power_law", [] { return power_law(400000, 100000, 3); }, true,
@@ -209,15 +224,20 @@ std::vector<kind> kinds() {
       {"two_row_lengths", [] { return two_row_lengths(200000, 40, 4); }, true,
        {"csr5", "gpu-rows", "% padding"}, cpu_csr},
       {"dense_blocks", [] { return dense_blocks(40000, 4, 3); }, true,
-       {"hyb", "gpu-rows", "even enough for HYB"}, {"bcsr", "cpu-blocks", "block size is 4 x 4, 100.0% full"}},
+       {"ccoo", "gpu-narrow-offsets", "1.00 bytes per entry"},
+       {"bcsr", "cpu-blocks", "block size is 4 x 4, 100.0% full"}},
       {"dense_blocks_small", [] { return dense_blocks(500, 3, 5); }, false,
        {"csr", "gpu-small", "launch-bound"}, {"bcsr", "cpu-blocks", "block size is 3 x 3, 100.0% full"}},
       {"half_filled_blocks", [] { return half_filled_blocks(400000, 3); }, true,
-       {"hyb", "gpu-rows", "even enough for HYB"}, cpu_csr},
+       {"csr", "gpu-short-rows", "mean 3.0"}, cpu_csr},
       {"few_distinct_values", [] { return few_values(200000, 8.0, 5); }, true,
        {"ccoo", "gpu-value-table", "3 distinct values"}, cpu_csr},
       {"very_short_rows", [] { return short_rows(1200000, 7); }, true,
-       {"hyb", "gpu-rows", "ELL width 2"}, cpu_csr},
+       {"csr", "gpu-short-rows", "mean 1.5"}, cpu_csr},
+      {"uniform_rows", [] { return scattered_rows(250000, 8, false, 17); }, true,
+       {"hyb", "gpu-uniform-rows", "every row holds 8 entries"}, cpu_csr},
+      {"scattered_rows", [] { return scattered_rows(250000, 8, true, 19); }, true,
+       {"hyb", "gpu-rows", "even enough for HYB"}, cpu_csr},
       {"arrow_small", [] { return arrow(5000); }, false,
        {"csr5", "gpu-small-long-row", "longest row 5000 entries"}, cpu_csr},
       {"arrow_large", [] { return arrow(700000); }, true,
@@ -275,14 +295,18 @@ TEST(SelectFormat, LaunchBoundCountsBytesNotEntries) {
 }
 
 TEST(SelectFormat, StatisticsAreTheRulesOwn) {
-  const C a = stencil3d(64, varied);
+  // 7 scattered entries per row (6 in row 0): neither short nor uniform rows, no value table,
+  // 4-byte CCOO offsets, so the rule reaches the HYB / CSR5 estimates.
+  const C a = scattered_rows(400000, 7, true, 23);
   const format_choice g = select_format(a, spmv_device::gpu);
   EXPECT_EQ(g.stats.nnz, a.nnz());
   EXPECT_EQ(g.stats.row_max, 7);
   EXPECT_EQ(g.stats.empty_rows, 0);
-  ASSERT_TRUE(g.stats.table_values && g.stats.table_share && g.stats.hyb_ell_width && g.stats.hyb_bytes);
+  ASSERT_TRUE(g.stats.table_values && g.stats.table_share && g.stats.ccoo_offset_bytes && g.stats.hyb_ell_width &&
+              g.stats.hyb_bytes);
   EXPECT_EQ(*g.stats.table_values, 256);  // the table is full: more distinct values than it holds
   EXPECT_LT(*g.stats.table_share, selection::gpu_ccoo_min_table_share);
+  EXPECT_GT(*g.stats.ccoo_offset_bytes, selection::gpu_ccoo_max_offset_bytes);
   EXPECT_EQ(*g.stats.hyb_ell_width, 7);
   EXPECT_EQ(*g.stats.hyb_tail, 0);
   // HYB holds rows * 7 slots: its estimate counts them, CSR5's the entries.
