@@ -54,35 +54,46 @@ struct chunks_view {
 
 // A group's K column offsets and K values (or table indices), into registers. Sections are
 // only aligned to their element size, but the alignment of a section modulo 16 is the same for
-// every group of the chunk (groups are K * size bytes apart), so one test per chunk picks
-// whole-group vector loads (4 or 8 bytes of offsets, 16-byte pairs of values) when the
-// section allows them and single loads otherwise. Fewer, wider loads: the same bytes in a
-// quarter of the load instructions for K = 4.
+// every group of the chunk (groups are K * size bytes apart), so the choice of loads is made
+// once per chunk. For K = 4: 1- and 2-byte offsets come as one or two aligned 32-bit words
+// per group, shifted into place (funnel shift) when the section is not 4-byte aligned: the
+// words read at most 3 bytes past the group, inside the chunk's blob, whose value section
+// follows; values in double come as two 16-byte pairs, or as a single, a pair and a single
+// when the section is 8 bytes off; table indices as one word when aligned. Fewer, wider
+// loads: the same bytes in a quarter to a half of the load instructions.
 template <class V, int K>
 struct group_loader {
-  bool wide_cols, wide_vals;
+  const std::uint32_t* words;  // the column section's first 4-byte aligned word at or before it
+  int shift;                   // bits from that word's start to the section's
+  bool pair_vals, wide_lut;
 
-  __device__ group_loader(const std::uint8_t* cols, std::uint32_t col_bytes, const std::uint8_t* vals,
-                          std::uint32_t value_bytes) {
-    const auto at = [](const void* p, std::uintptr_t a) { return (reinterpret_cast<std::uintptr_t>(p) & (a - 1)) == 0; };
-    wide_cols = K == 4 && col_bytes <= 2 && at(cols, 4 * col_bytes);
-    wide_vals = K == 4 && (value_bytes == 1 ? at(vals, 4) : value_bytes == sizeof(V) && at(vals, 16));
+  __device__ group_loader(const std::uint8_t* cols, const std::uint8_t* vals) {
+    const auto skew = [](const void* q, std::uintptr_t a) { return reinterpret_cast<std::uintptr_t>(q) & (a - 1); };
+    words = reinterpret_cast<const std::uint32_t*>(cols - skew(cols, 4));
+    shift = 8 * static_cast<int>(skew(cols, 4));
+    pair_vals = skew(vals, 16) == 0;
+    wide_lut = skew(vals, 4) == 0;
+  }
+
+  // The 4 bytes at section offset 4 * i.
+  __device__ std::uint32_t word(std::int64_t i) const {
+    return shift == 0 ? words[i] : __funnelshift_r(words[i], words[i + 1], shift);
   }
 
   __device__ void columns(const std::uint8_t* cols, std::uint32_t col_bytes, std::int64_t g, std::uint32_t* off) const {
     if constexpr (K == 4) {
-      if (wide_cols) {
-        if (col_bytes == 1) {
-          const std::uint32_t w = reinterpret_cast<const std::uint32_t*>(cols)[g];
+      if (col_bytes == 1) {
+        const std::uint32_t w = word(g);
 #pragma unroll
-          for (int j = 0; j < 4; ++j) off[j] = (w >> (8 * j)) & 0xffu;
-        } else {
-          const uint2 w = reinterpret_cast<const uint2*>(cols)[g];
-          off[0] = w.x & 0xffffu;
-          off[1] = w.x >> 16;
-          off[2] = w.y & 0xffffu;
-          off[3] = w.y >> 16;
-        }
+        for (int j = 0; j < 4; ++j) off[j] = (w >> (8 * j)) & 0xffu;
+        return;
+      }
+      if (col_bytes == 2) {
+        const std::uint32_t lo = word(2 * g), hi = word(2 * g + 1);
+        off[0] = lo & 0xffffu;
+        off[1] = lo >> 16;
+        off[2] = hi & 0xffffu;
+        off[3] = hi >> 16;
         return;
       }
     }
@@ -93,25 +104,39 @@ struct group_loader {
   // Table indices (lut) or the values themselves.
   __device__ void values(const std::uint8_t* vals, bool lut, const V* table, std::int64_t g, V* v) const {
     if constexpr (K == 4) {
-      if (wide_vals) {
-        if (lut) {
-          const std::uint32_t w = reinterpret_cast<const std::uint32_t*>(vals)[g];
+      if (lut && wide_lut) {
+        const std::uint32_t w = reinterpret_cast<const std::uint32_t*>(vals)[g];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) v[j] = table[(w >> (8 * j)) & 0xffu];
-        } else if constexpr (sizeof(V) == 8) {
-          const double2 a = reinterpret_cast<const double2*>(vals)[2 * g], b = reinterpret_cast<const double2*>(vals)[2 * g + 1];
-          v[0] = a.x;
-          v[1] = a.y;
-          v[2] = b.x;
-          v[3] = b.y;
-        } else {
+        for (int j = 0; j < 4; ++j) v[j] = table[(w >> (8 * j)) & 0xffu];
+        return;
+      }
+      if constexpr (sizeof(V) == 8) {
+        if (!lut) {
+          const double* d = reinterpret_cast<const double*>(vals) + 4 * g;
+          if (pair_vals) {
+            const double2 a = reinterpret_cast<const double2*>(d)[0], b = reinterpret_cast<const double2*>(d)[1];
+            v[0] = a.x;
+            v[1] = a.y;
+            v[2] = b.x;
+            v[3] = b.y;
+          } else {  // 8 bytes off: entries 1 and 2 form the aligned pair
+            const double2 m = *reinterpret_cast<const double2*>(d + 1);
+            v[0] = d[0];
+            v[1] = m.x;
+            v[2] = m.y;
+            v[3] = d[3];
+          }
+          return;
+        }
+      } else {
+        if (!lut && pair_vals) {
           const float4 a = reinterpret_cast<const float4*>(vals)[g];
           v[0] = a.x;
           v[1] = a.y;
           v[2] = a.z;
           v[3] = a.w;
+          return;
         }
-        return;
       }
     }
 #pragma unroll
@@ -155,7 +180,7 @@ __global__ void __launch_bounds__(block_threads)
     if (t < e_count / k) {
       row = roff ? roff[t] : 0;
       if constexpr (K != 0) {
-        const group_loader<V, K> load(cols, l.col_bytes, vals, l.value_bytes);
+        const group_loader<V, K> load(cols, vals);
         std::uint32_t off[K];
         V v[K];
         load.columns(cols, l.col_bytes, t, off);
