@@ -50,10 +50,9 @@ std::string device_name(int device) {
 // Every device allocation of spconv comes from one memory pool per device (made on first use
 // and kept for the process), allocated and freed in the order of the legacy default stream.
 // Why: a conversion allocates its output arrays and scratch each time it runs, and
-// cudaMalloc/cudaFree of large blocks map and unmap memory and synchronise the whole device
-// (about 1 ms per GB-sized array on an H100, more than the conversion's kernels). The pool keeps
-// freed memory (its release threshold is unlimited), so a repeated conversion reuses it
-// without a driver call, and a free never blocks the host. The legacy stream is ordered with
+// cudaMalloc/cudaFree of large blocks map and unmap memory and synchronise the whole device.
+// The pool keeps freed memory (its release threshold is unlimited), so a repeated conversion
+// reuses it without a driver call, and a free never blocks the host. The legacy stream is ordered with
 // every blocking stream (gpu_context's stream is one), so an allocation is ready before any
 // work queued after it on any such stream, and a free waits for the work queued before it.
 namespace {

@@ -28,26 +28,8 @@ using C = csr<double, std::int32_t>;
 using row_columns = std::function<void(std::int64_t, std::vector<std::int64_t>&)>;
 using entry_value = std::function<double(std::int64_t, std::int64_t)>;
 
-// Canonical CSR from each row's columns (sorted and made unique here) and a value per entry.
 C make(std::int64_t rows, std::int64_t cols, const row_columns& row_cols, const entry_value& value) {
-  C a;
-  a.rows = rows;
-  a.cols = cols;
-  a.row_ptr.resize(static_cast<std::size_t>(rows + 1));
-  a.row_ptr[0] = 0;
-  std::vector<std::int64_t> cs;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    cs.clear();
-    row_cols(r, cs);
-    std::sort(cs.begin(), cs.end());
-    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
-    for (const std::int64_t c : cs) {
-      a.col_idx.push_back(static_cast<std::int32_t>(c));
-      a.values.push_back(value(r, c));
-    }
-    a.row_ptr[r + 1] = static_cast<std::int32_t>(a.col_idx.size());
-  }
-  return a;
+  return test::csr_from_columns(rows, cols, row_cols, value);
 }
 
 // 4093 distinct values: far beyond CCOO's 256-value table.

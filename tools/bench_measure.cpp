@@ -479,10 +479,11 @@ runner::runner(settings s) : s_(std::move(s)) {
 
 runner::~runner() = default;
 
+void runner::progress(const std::string& what) const {
+  if (s_.progress) s_.progress(what);
+}
+
 matrix_figures runner::measure(const fs::path& file) {
-  const auto progress = [&](const std::string& what) {
-    if (s_.progress) s_.progress(what);
-  };
   matrix_figures out;
   out.path = file.string();
   out.values = s_.values;
@@ -532,9 +533,6 @@ matrix_figures runner::measure(const fs::path& file) {
 }
 
 matrix_figures runner::measure_generated(const std::string& spec) {
-  const auto progress = [&](const std::string& what) {
-    if (s_.progress) s_.progress(what);
-  };
   std::vector<std::string> parts;
   for (std::size_t b = 0;;) {
     const std::size_t e = spec.find(':', b);
@@ -573,9 +571,6 @@ matrix_figures runner::measure_generated(const std::string& spec) {
 }
 
 matrix_figures runner::measure_matrix(any_matrix& m, matrix_figures out) {
-  const auto progress = [&](const std::string& what) {
-    if (s_.progress) s_.progress(what);
-  };
   auto run = [&](const auto& a) {
     using V = typename std::remove_cvref_t<decltype(a)>::value_type;
     const problem<V> p(m, a);
@@ -593,9 +588,10 @@ matrix_figures runner::measure_matrix(any_matrix& m, matrix_figures out) {
       store.emplace(s_.tmp_dir, s_.io_repeat, std::move(device_load));
     }
     storage_meter* st = store ? &*store : nullptr;
-    if (s_.cpu) out.devices.push_back(measure_cpu<V>(p, s_, st, progress));
+    const auto note = [this](const std::string& what) { progress(what); };
+    if (s_.cpu) out.devices.push_back(measure_cpu<V>(p, s_, st, note));
 #ifdef SPCONV_HAVE_CUDA
-    if (gpu_) out.devices.push_back(gpu_->measure<V>(p, s_, st, progress));
+    if (gpu_) out.devices.push_back(gpu_->measure<V>(p, s_, st, note));
 #endif
   };
   if (const auto* a = std::get_if<csr<float, std::int32_t>>(&m)) run(*a);

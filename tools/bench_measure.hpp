@@ -108,6 +108,7 @@ class runner {
 
  private:
   matrix_figures measure_matrix(any_matrix& m, matrix_figures out);
+  void progress(const std::string& what) const;  // settings::progress, when set
   struct gpu_state;
   settings s_;
   std::unique_ptr<gpu_state> gpu_;

@@ -136,6 +136,14 @@ void unshuffle(const unsigned char* shuffled, std::size_t elements, std::size_t 
   }
 }
 
+std::string checksum_length_refusal(std::size_t stored_bytes) {
+  return stored_bytes < 4 ? "stored as " + std::to_string(stored_bytes) + " bytes, too short for its checksum" : "";
+}
+
+std::string fletcher32_refusal(std::uint32_t computed, const unsigned char stored[4]) {
+  return fletcher32_matches(computed, stored) ? "" : "Fletcher32 checksum mismatch (the stored bytes are corrupted)";
+}
+
 std::optional<raw_filters> decodable_filters(hid_t dcpl, std::size_t element_size) {
   const int count = H5Pget_nfilters(dcpl);
   if (count < 0) raise("reading the filter pipeline");
@@ -204,10 +212,9 @@ std::string chunk_decoder::decode(const raw_filters& f, unsigned filter_mask, co
   // Fletcher32 is the last filter: it covers the bytes as stored, so corruption is found
   // before decompression (specs/container.md, section 2).
   if (applied(f.fletcher32, filter_mask)) {
-    if (body < 4) return "stored as " + std::to_string(body) + " bytes, too short for its checksum";
+    if (std::string why = checksum_length_refusal(body); !why.empty()) return why;
     body -= 4;
-    if (!fletcher32_matches(fletcher32_of(stored, body), stored + body))
-      return "Fletcher32 checksum mismatch (the stored bytes are corrupted)";
+    if (std::string why = fletcher32_refusal(fletcher32_of(stored, body), stored + body); !why.empty()) return why;
   }
   if (!applied(f.zstd, filter_mask)) {
     if (body != chunk_bytes)

@@ -43,6 +43,12 @@ std::uint32_t fletcher32_of(const void* data, std::size_t bytes);
 // half swapped (what HDF5 before 1.6.3 wrote on little-endian machines).
 bool fletcher32_matches(std::uint32_t computed, const unsigned char stored[4]);
 
+// Why a chunk is refused by its Fletcher32 checksum, in the words every reader of spconv uses
+// ("" when it is accepted): a chunk stored in fewer than the checksum's 4 bytes; a sum over
+// the bytes before the stored checksum that does not match it.
+std::string checksum_length_refusal(std::size_t stored_bytes);
+std::string fletcher32_refusal(std::uint32_t computed, const unsigned char stored[4]);
+
 // Undoes HDF5's shuffle filter (H5Z_FILTER_SHUFFLE) for elements [first, last) of a chunk of
 // `elements` elements of `size` bytes: the filter stores byte j of element i at
 // j * elements + i. Writes (last - first) * size bytes to `out`.

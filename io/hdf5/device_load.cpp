@@ -387,16 +387,14 @@ void decode_chunk(const source& s, const array_plan& p, std::size_t index, const
     if (checksum) {
       unsigned char stored[4];
       read_exact(s, raw.fd, stored, 4, c.address + chunk_bytes);
-      if (!h5::fletcher32_matches(sum.value(), stored))
-        refuse("Fletcher32 checksum mismatch (the stored bytes are corrupted)");
+      if (const std::string why = h5::fletcher32_refusal(sum.value(), stored); !why.empty()) refuse(why);
     }
     return;
   }
   // Read in pieces, each summed for the checksum while it is still in the cache (rather than a
   // second pass over the chunk from memory); the decoder then skips the checksum it would
   // otherwise verify first (decode's filter mask marks it done).
-  if (checksum && c.stored_bytes < 4)
-    refuse("stored as " + std::to_string(c.stored_bytes) + " bytes, too short for its checksum");
+  if (const std::string why = checksum ? h5::checksum_length_refusal(c.stored_bytes) : ""; !why.empty()) refuse(why);
   const std::size_t body = c.stored_bytes - (checksum ? 4 : 0);
   ds.stored.resize(c.stored_bytes);
   h5::fletcher32 sum;
@@ -406,8 +404,9 @@ void decode_chunk(const source& s, const array_plan& p, std::size_t index, const
     read_exact(s, raw.fd, ds.stored.data() + off, len, c.address + off);
     if (checksum && off < body) sum.update(ds.stored.data() + off, std::min(len, body - off));
   }
-  if (checksum && !h5::fletcher32_matches(sum.value(), ds.stored.data() + body))
-    refuse("Fletcher32 checksum mismatch (the stored bytes are corrupted)");
+  if (const std::string why = checksum ? h5::fletcher32_refusal(sum.value(), ds.stored.data() + body) : "";
+      !why.empty())
+    refuse(why);
   const unsigned mask = c.filter_mask | (checksum ? 1u << p.filters.fletcher32 : 0u);
   if (ds.pending) {
     check_cuda(cudaEventSynchronize(ds.done), s.path + ": copying to the device");

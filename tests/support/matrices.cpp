@@ -60,12 +60,9 @@ temp_dir::~temp_dir() {
   fs::remove_all(path, ec);
 }
 
-namespace {
-
-// Builds canonical CSR from a per-row column generator; values are deterministic,
-// non-zero and varied (so that a value stored in the wrong slot is noticed).
-template <class RowCols>
-csr<double, std::int32_t> build(std::int64_t rows, std::int64_t cols, RowCols&& row_cols) {
+csr<double, std::int32_t> csr_from_columns(std::int64_t rows, std::int64_t cols,
+                                           const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& row_cols,
+                                           const std::function<double(std::int64_t, std::int64_t)>& value) {
   csr<double, std::int32_t> a;
   a.rows = rows;
   a.cols = cols;
@@ -79,11 +76,22 @@ csr<double, std::int32_t> build(std::int64_t rows, std::int64_t cols, RowCols&& 
     cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
     for (auto c : cs) {
       a.col_idx.push_back(static_cast<std::int32_t>(c));
-      a.values.push_back(1.0 + static_cast<double>((r * 7919 + c * 104729) % 1000) / 64.0 - 7.5);
+      a.values.push_back(value(r, c));
     }
     a.row_ptr[r + 1] = static_cast<std::int32_t>(a.col_idx.size());
   }
   return a;
+}
+
+namespace {
+
+// Canonical CSR with deterministic, non-zero and varied values (so that a value stored in the
+// wrong slot is noticed).
+csr<double, std::int32_t> build(std::int64_t rows, std::int64_t cols,
+                                const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& row_cols) {
+  return csr_from_columns(rows, cols, row_cols, [](std::int64_t r, std::int64_t c) {
+    return 1.0 + static_cast<double>((r * 7919 + c * 104729) % 1000) / 64.0 - 7.5;
+  });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ std::vector<V> test_vector(std::int64_t n, int salt) {
 
 // Random canonical CSR: rows x cols with about `per_row` entries per row.
 csr<double, std::int32_t> random_csr(std::int64_t rows, std::int64_t cols, double per_row, std::uint64_t seed);
+
+// Canonical CSR from each row's columns (row_cols(r, cs) appends them in any order, repeats
+// allowed: they are sorted and made unique) and a value per entry.
+csr<double, std::int32_t> csr_from_columns(std::int64_t rows, std::int64_t cols,
+                                           const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& row_cols,
+                                           const std::function<double(std::int64_t, std::int64_t)>& value);
 
 template <class V>
 csr<V, std::int32_t> cast_values(const csr<double, std::int32_t>& a) {
