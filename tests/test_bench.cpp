@@ -212,9 +212,14 @@ TEST(BenchCli, GeneratedMatrices) {
   EXPECT_NE(j["matrices"][1]["name"].get<std::string>().find("stencil27 6"), std::string::npos);
   for (const auto& rec : j["results"]) EXPECT_EQ(rec["status"], "ok") << rec["message"];
   // A bad spec is skipped with a usage error and, nothing else measured, fails the run (2).
-  const auto bad = test::run_spconv({"bench", "--generate", "lattice:3", "--repeat", "1", "--no-storage"});
+  const auto bad = test::run_spconv({"bench", "--generate", "lattice:3", "--repeat", "1", "--no-storage", "--json",
+                                     (d / "bad.json").string(), "--csv", (d / "bad.csv").string()});
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find("lattice"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(d / "bad.json"));
+  EXPECT_FALSE(fs::exists(d / "bad.csv"));
+  const auto negative = test::run_spconv({"bench", "--generate", "stencil27:-4", "--repeat", "1", "--no-storage"});
+  EXPECT_EQ(negative.code, 2) << negative.err;
   const auto not_int = test::run_spconv({"bench", "--generate", "stencil27:x", "--repeat", "1", "--no-storage"});
   EXPECT_EQ(not_int.code, 2) << not_int.err;
   EXPECT_NE(not_int.err.find("not an integer"), std::string::npos) << not_int.err;

@@ -284,10 +284,11 @@ command add_bench(CLI::App& app) {
             }
             rep.machine.loadavg_after = bench::load_average();
             std::cout << bench::summary_text(rep) << std::flush;
+            // Nothing measured: the error's exit code, and no JSON, CSV or charts of nothing.
+            if (rep.matrices.empty() && first_error) fail(*first_error, "bench: no matrix could be measured");
             if (!json_path.empty()) write_text(json_path, bench::json_text(rep));
             if (!o->csv.empty()) write_text(o->csv, bench::csv_text(rep));
             if (!o->plot.empty()) run_plot(json_path, o->plot);
-            if (rep.matrices.empty() && first_error) fail(*first_error, "bench: no matrix could be measured");
             return 0;
           }};
 }
