@@ -2,8 +2,9 @@
 // Workshops, Sect. 2), byte-identical to cpu::csr_to_ccoo. The CPU's steps:
 //   1. groups per row, exclusive scan (cub) -> the first group of every row;
 //   2. the value table (ccoo_value_table): exact counts of the values' bit patterns in a hash
-//      table (per-block tables in shared memory in front of one in global memory), +0.0
-//      credited with the padding entries; the distinct patterns with their counts are sorted
+//      table (a large table per block in shared memory, flushed once into one in global
+//      memory; patterns split into partitions where they are too many), +0.0 credited with
+//      the padding entries; the distinct patterns with their counts are sorted
 //      by pattern, then stably by count descending: the first min(256, distinct) are the
 //      canonical table. A matrix with too many distinct patterns for the hash table takes
 //      a radix sort of all the values instead (sorted_value_table);
@@ -49,10 +50,14 @@ __device__ __forceinline__ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-// Home slot of `bits` in a table of 2^log2_slots slots (log2_slots in [1, 63]).
+// Slot of a pattern whose mix() is `hash` in a table of 2^log2_slots slots (log2_slots in
+// [1, 63]): the top bits, so that the low ones are free to pick a partition (count_patterns).
+__device__ __forceinline__ unsigned home(std::uint64_t hash, int log2_slots) {
+  return static_cast<unsigned>(hash >> (64 - log2_slots));
+}
 template <class B>
 __device__ __forceinline__ unsigned slot_of(B bits, int log2_slots) {
-  return static_cast<unsigned>(mix(bits) >> (64 - log2_slots));
+  return home(mix(bits), log2_slots);
 }
 
 template <class B>
@@ -62,12 +67,13 @@ __device__ __forceinline__ B atomic_cas(B* p, B expected, B desired) {
   else
     return atomicCAS(reinterpret_cast<unsigned*>(p), expected, desired);
 }
+// The lanes of the warp holding the same pattern as this one.
 template <class B>
-__device__ __forceinline__ B shfl(B v, int lane) {
+__device__ __forceinline__ unsigned match_any(B v) {
   if constexpr (sizeof(B) == 8)
-    return __shfl_sync(full_warp, static_cast<unsigned long long>(v), lane);
+    return __match_any_sync(full_warp, static_cast<unsigned long long>(v));
   else
-    return __shfl_sync(full_warp, static_cast<unsigned>(v), lane);
+    return __match_any_sync(full_warp, static_cast<unsigned>(v));
 }
 
 // ---- step 2: exact counts of the bit patterns ---------------------------------------
@@ -78,6 +84,7 @@ enum info_word : int {
   info_total_groups,  // the group count (group_start[rows])
   info_distinct,      // distinct patterns collected from the hash table
   info_overflow,      // nonzero: the hash table could not take every pattern
+  info_full,          // nonzero: a block's shared table was full; counted again, in more partitions
   info_special,       // count of the all-ones pattern, which marks empty slots
   info_any_lut,       // nonzero: some chunk uses the table
   info_blob_bytes,    // chunk_ptr[chunks]
@@ -102,11 +109,11 @@ template <class B>
 constexpr B empty_key = std::numeric_limits<B>::max();
 constexpr int max_probes = 64;
 
-// Adds n to the count of `key` (not the empty key).
+// Adds n to the count of `key` (not the empty key; hash = mix(key)).
 template <class B>
-__device__ void table_add(const pattern_table<B>& t, B key, std::uint32_t n) {
+__device__ void table_add(const pattern_table<B>& t, B key, std::uint64_t hash, std::uint32_t n) {
   const unsigned mask = (1u << t.log2_slots) - 1;
-  unsigned i = slot_of(key, t.log2_slots);
+  unsigned i = home(hash, t.log2_slots);
   for (int probe = 0; probe < max_probes; ++probe, i = (i + 1) & mask) {
     B k = *static_cast<volatile B*>(t.keys + i);
     if (k == empty_key<B>) {
@@ -121,30 +128,52 @@ __device__ void table_add(const pattern_table<B>& t, B key, std::uint32_t n) {
   atomicOr(t.info + info_overflow, 1ull);
 }
 
-constexpr int count_items = 8;         // values per thread per tile, loaded before they are counted
-constexpr int shared_log2_slots = 11;  // per-block table: 2048 patterns (24 KiB for double)
-constexpr int shared_slots = 1 << shared_log2_slots;
-constexpr int shared_probes = 8;
+// Every block counts into a table of its own in shared memory, as large as a block may have
+// (2^14 patterns, 192 KiB for double, on an H100), one block per multiprocessor: a pattern
+// costs shared atomics only, and reaches the global table once per block, when the block
+// ends. Global atomics, one per value where patterns are many (thousands of distinct values
+// are common in real matrices), were 20 cuSPARSE SpMV-times on such matrices.
+//
+// Where a block meets more patterns than its table takes, the patterns are split by hash into
+// P partitions (gridDim.y; the low bits of the hash, the slots use the top ones), each
+// counted in a pass of its own over the values. A full table (no slot within shared_probes,
+// which linear probing reaches at a load of ~85%) ends the count at once (info_full), and
+// the host counts again with twice the partitions; up to max_partitions, where patterns that
+// find no shared slot go to the global table directly (spill), which is as exact, only
+// slower. A failed count stops soon when patterns are many (the tables fill early).
+constexpr int count_threads = 1024;
+constexpr int count_items = 8;        // values per thread per tile, loaded before they are counted
+constexpr int most_shared_log2 = 14;  // slots per block table: 2^14 at most,
+constexpr int least_shared_log2 = 8;  // 2^8 at least (fits the 48 KiB every GPU gives)
+constexpr int shared_probes = 128;
+constexpr int max_partitions = 16;
 
-// The block's own table in shared memory, in front of the global one: repeated patterns
-// (the common case: few distinct values) cost shared atomics only, and reach the global
-// table once per block. A pattern that finds no place within shared_probes slots goes to the
-// global table directly; either way its count ends up there in full.
+// A block table of 2^log2 slots in dynamic shared memory: keys, then counts, then the count of
+// the all-ones pattern.
 template <class B>
 struct block_table {
-  B keys[shared_slots];
-  std::uint32_t counts[shared_slots];
-  std::uint32_t special;
+  B* keys;
+  std::uint32_t* counts;
+  std::uint32_t* special;
+  int log2;
 };
-
 template <class B>
-__device__ void block_add(block_table<B>& s, const pattern_table<B>& t, B key, std::uint32_t n) {
+std::size_t block_table_bytes(int log2) {
+  return (std::size_t{1} << log2) * (sizeof(B) + sizeof(std::uint32_t)) + sizeof(std::uint32_t);
+}
+
+// Adds n to the count of `key` (hash = mix(key)) in the block's table; where the table has no
+// place for it within shared_probes slots, in the global one (spill) or nowhere (info_full).
+template <class B>
+__device__ void block_add(const block_table<B>& s, const pattern_table<B>& t, B key, std::uint64_t hash,
+                          std::uint32_t n, bool spill) {
   if (key == empty_key<B>) {
-    atomicAdd(&s.special, n);
+    atomicAdd(s.special, n);
     return;
   }
-  unsigned i = slot_of(key, shared_log2_slots);
-  for (int probe = 0; probe < shared_probes; ++probe, i = (i + 1) & (shared_slots - 1)) {
+  const unsigned mask = (1u << s.log2) - 1;
+  unsigned i = home(hash, s.log2);
+  for (int probe = 0; probe < shared_probes; ++probe, i = (i + 1) & mask) {
     B k = *static_cast<volatile B*>(s.keys + i);
     if (k == empty_key<B>) {
       k = atomic_cas(s.keys + i, empty_key<B>, key);
@@ -155,75 +184,89 @@ __device__ void block_add(block_table<B>& s, const pattern_table<B>& t, B key, s
       return;
     }
   }
-  table_add(t, key, n);
+  if (spill) table_add(t, key, hash, n);
+  else atomicOr(t.info + info_full, 1ull);
 }
 
-// One value per lane (where `valid`). Lanes holding the same pattern are added at once by
-// one of them, round by round while a round takes more than its own lane (after at least
-// two rounds): a warp of equal values costs one shared atomic, a warp of distinct ones two
-// wasted rounds. The rest add their value alone.
+// One value per lane (where `valid`): the lanes holding the same pattern add it at once,
+// through the lowest of them, so that a warp of equal values costs one shared atomic and a
+// warp of distinct ones one probe sequence per lane, side by side.
 template <class B>
-__device__ void warp_add(block_table<B>& s, const pattern_table<B>& t, B key, bool valid) {
-  const int lane = threadIdx.x % 32;
-  unsigned pending = __ballot_sync(full_warp, valid);
-  for (int round = 0; pending != 0; ++round) {
-    const int leader = __ffs(pending) - 1;
-    const B lead = shfl(key, leader);
-    // Lanes added in earlier rounds hold earlier leaders' patterns, which differ from `lead`.
-    const unsigned same = __ballot_sync(full_warp, valid && key == lead);
-    if (lane == leader) block_add(s, t, lead, static_cast<std::uint32_t>(__popc(same)));
-    pending &= ~same;
-    if (round >= 1 && __popc(same) == 1) break;
-  }
-  if ((pending >> lane) & 1u) block_add(s, t, key, 1);
+__device__ void warp_add(const block_table<B>& s, const pattern_table<B>& t, B key, std::uint64_t hash, bool valid,
+                         bool spill) {
+  const unsigned lanes_below = (1u << (threadIdx.x % 32)) - 1;
+  const unsigned same = match_any(key) & __ballot_sync(full_warp, valid);
+  if (valid && (same & lanes_below) == 0) block_add(s, t, key, hash, static_cast<std::uint32_t>(__popc(same)), spill);
 }
 
-// Counts every stored value's pattern into t, and (block 0) the padding entries as +0.0
-// (Sect. 2: rows are padded with explicit zeros, and the table counts every value field).
-// Also reports the group count. Tiles of block_threads * count_items values, grid-stride.
+// Counts every stored value's pattern of partition blockIdx.y into t, and the padding entries
+// as +0.0 (Sect. 2: rows are padded with explicit zeros, and the table counts every value
+// field). Also reports the group count. Tiles of count_threads * count_items values,
+// grid-stride along x; a table of 2^log2 slots per block (dynamic shared memory).
 template <class B>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(count_threads, 1)
     count_patterns(const B* values, std::int64_t n, pattern_table<B> t, const std::int64_t* group_start,
-                   std::int64_t rows, std::int64_t k) {
-  __shared__ block_table<B> s;
-  for (int i = threadIdx.x; i < shared_slots; i += blockDim.x) {
+                   std::int64_t rows, std::int64_t k, int log2, bool spill) {
+  extern __shared__ __align__(16) unsigned char table_memory[];
+  const int slots = 1 << log2;
+  const block_table<B> s{reinterpret_cast<B*>(table_memory),
+                         reinterpret_cast<std::uint32_t*>(table_memory + std::size_t{sizeof(B)} * slots),
+                         reinterpret_cast<std::uint32_t*>(table_memory + std::size_t{sizeof(B) + 4} * slots), log2};
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) {
     s.keys[i] = empty_key<B>;
     s.counts[i] = 0;
   }
-  if (threadIdx.x == 0) s.special = 0;
+  if (threadIdx.x == 0) *s.special = 0;
   __syncthreads();
+  // A pattern's partition: the low bits of its hash; the all-ones pattern is counted in 0.
+  const unsigned partitions = gridDim.y, part = blockIdx.y;
+  const auto in_part = [&](B key, std::uint64_t hash) {
+    return (key == empty_key<B> ? 0u : static_cast<unsigned>(hash) & (partitions - 1)) == part;
+  };
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const std::int64_t groups = group_start[rows], pads = groups * k - n;
-    t.info[info_total_groups] = static_cast<unsigned long long>(groups);
+    if (part == 0) t.info[info_total_groups] = static_cast<unsigned long long>(groups);
     // Beyond 2^31 - 1 entries the conversion is refused (after this kernel): no count then.
-    if (pads > 0 && groups * k <= INT_MAX) block_add(s, t, B(0), static_cast<std::uint32_t>(pads));
+    const std::uint64_t zero_hash = mix(B(0));
+    if (pads > 0 && groups * k <= INT_MAX && in_part(B(0), zero_hash))
+      block_add(s, t, B(0), zero_hash, static_cast<std::uint32_t>(pads), spill);
   }
   const int lane = threadIdx.x % 32;
-  constexpr std::int64_t tile = std::int64_t{block_threads} * count_items;
+  constexpr std::int64_t tile = std::int64_t{count_threads} * count_items;
   for (std::int64_t base = blockIdx.x * tile; base < n; base += std::int64_t{gridDim.x} * tile) {
-    // Once the table has overflowed the counts are dropped: stop early (warp-uniform).
-    const int stop =
-        lane == 0 ? static_cast<int>(*static_cast<volatile unsigned long long*>(t.info + info_overflow) != 0) : 0;
+    // Once the counts are incomplete they are dropped: stop early (warp-uniform).
+    int stop = 0;
+    if (lane == 0) {
+      const volatile unsigned long long* info = t.info;
+      stop = info[info_overflow] != 0 || info[info_full] != 0;
+    }
     if (__shfl_sync(full_warp, stop, 0)) break;
     B v[count_items];
 #pragma unroll
     for (int i = 0; i < count_items; ++i) {
-      const std::int64_t at = base + i * block_threads + threadIdx.x;
+      const std::int64_t at = base + i * count_threads + threadIdx.x;
       v[i] = at < n ? values[at] : B(0);
     }
 #pragma unroll
-    for (int i = 0; i < count_items; ++i) warp_add(s, t, v[i], base + i * block_threads + threadIdx.x < n);
+    for (int i = 0; i < count_items; ++i) {
+      const std::uint64_t hash = mix(v[i]);
+      warp_add(s, t, v[i], hash, base + i * count_threads + threadIdx.x < n && in_part(v[i], hash), spill);
+    }
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < shared_slots; i += blockDim.x)
-    if (s.keys[i] != empty_key<B>) table_add(t, s.keys[i], s.counts[i]);
-  if (threadIdx.x == 0 && s.special != 0) atomicAdd(t.info + info_special, static_cast<unsigned long long>(s.special));
+  // A count that failed is redone from scratch: its tables need no flush.
+  if (*static_cast<volatile unsigned long long*>(t.info + info_full) != 0) return;
+  for (int i = threadIdx.x; i < slots; i += blockDim.x)
+    if (s.keys[i] != empty_key<B>) table_add(t, s.keys[i], mix(s.keys[i]), s.counts[i]);
+  if (threadIdx.x == 0 && *s.special != 0)
+    atomicAdd(t.info + info_special, static_cast<unsigned long long>(*s.special));
 }
 
 // The occupied slots (and the all-ones pattern) as (pattern, count) pairs, in no particular
 // order; their number goes to info_distinct. Warps append together (one atomic each).
 template <class B>
 __global__ void collect_patterns(pattern_table<B> t, B* bits, std::uint32_t* counts) {
+  if (t.info[info_full] != 0) return;  // the count is redone
   const std::int64_t slots = std::int64_t{1} << t.log2_slots;
   const int lane = threadIdx.x % 32;
   // The loop bound is the same for a whole warp (blockDim is a multiple of 32), so every
@@ -723,28 +766,46 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   // distinct patterns collected; the first wait for the device reads their number back with
   // the group count.
   device_array<std::uint64_t> info(info_words);
-  check_cuda(cudaMemsetAsync(info.data(), 0, info_words * sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: clearing");
   const int log2_slots = counter_log2_slots(nnz);
   const std::int64_t slots = std::int64_t{1} << log2_slots;
   device_array<B> keys(slots), found_bits(slots + 1);
   device_array<std::uint32_t> counts(slots), found_counts(slots + 1);
-  check_cuda(cudaMemsetAsync(keys.data(), 0xFF, slots * sizeof(B), s), "gpu::csr_to_ccoo: clearing the value counts");
-  check_cuda(cudaMemsetAsync(counts.data(), 0, slots * sizeof(std::uint32_t), s),
-             "gpu::csr_to_ccoo: clearing the value counts");
   const pattern_table<B> table{keys.data(), counts.data(), log2_slots,
                                reinterpret_cast<unsigned long long*>(info.data())};
-  int sms = 0;
+  int sms = 0, shared_optin = 0;
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()),
              "gpu::csr_to_ccoo: reading the multiprocessor count");
-  // Enough blocks to fill the device; each flushes its shared table once, at its end.
-  constexpr std::int64_t tile = std::int64_t{block_threads} * count_items;
-  const auto count_blocks = static_cast<unsigned>(std::clamp<std::int64_t>((nnz + tile - 1) / tile, 1, 4 * sms));
-  count_patterns<B><<<count_blocks, block_threads, 0, s>>>(values, nnz, table, group_start.data(), rows, nk);
-  check_launch("counting values");
-  collect_patterns<B><<<launch_blocks(slots, block_threads), block_threads, 0, s>>>(table, found_bits.data(),
-                                                                                    found_counts.data());
-  check_launch("collecting the distinct values");
-  std::array<std::uint64_t, info_words> h = read_info(info, ctx);
+  check_cuda(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()),
+             "gpu::csr_to_ccoo: reading the shared memory size");
+  // The largest block table the device gives a block (count_patterns).
+  int shared_log2 = most_shared_log2;
+  while (shared_log2 > least_shared_log2 &&
+         block_table_bytes<B>(shared_log2) > static_cast<std::size_t>(std::max(shared_optin, 48 << 10)))
+    --shared_log2;
+  const std::size_t shared_bytes = block_table_bytes<B>(shared_log2);
+  check_cuda(cudaFuncSetAttribute(count_patterns<B>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(shared_bytes)),
+             "gpu::csr_to_ccoo: sizing the counting blocks");
+  // A block per multiprocessor (fewer for a small matrix); each flushes its table once.
+  constexpr std::int64_t tile = std::int64_t{count_threads} * count_items;
+  const auto count_blocks = static_cast<unsigned>(std::clamp<std::int64_t>((nnz + tile - 1) / tile, 1, sms));
+  std::array<std::uint64_t, info_words> h{};
+  for (int partitions = 1;; partitions *= 2) {
+    const bool spill = partitions == max_partitions;
+    check_cuda(cudaMemsetAsync(info.data(), 0, info_words * sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: clearing");
+    check_cuda(cudaMemsetAsync(keys.data(), 0xFF, slots * sizeof(B), s),
+               "gpu::csr_to_ccoo: clearing the value counts");
+    check_cuda(cudaMemsetAsync(counts.data(), 0, slots * sizeof(std::uint32_t), s),
+               "gpu::csr_to_ccoo: clearing the value counts");
+    count_patterns<B><<<dim3(count_blocks, static_cast<unsigned>(partitions)), count_threads, shared_bytes, s>>>(
+        values, nnz, table, group_start.data(), rows, nk, shared_log2, spill);
+    check_launch("counting values");
+    collect_patterns<B><<<launch_blocks(slots, block_threads), block_threads, 0, s>>>(table, found_bits.data(),
+                                                                                      found_counts.data());
+    check_launch("collecting the distinct values");
+    h = read_info(info, ctx);
+    if (h[info_full] == 0) break;
+  }
 
   const auto total_groups = static_cast<std::int64_t>(h[info_total_groups]), entries = total_groups * nk;
   constexpr std::int64_t int32_limit = std::numeric_limits<std::int32_t>::max();

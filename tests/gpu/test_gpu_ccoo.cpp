@@ -166,6 +166,46 @@ TEST(GpuCcooConvert, ManyDistinctValuesTakeTheSortRoute) {
   check_conversions(a, {256, 4}, ctx);
 }
 
+namespace {
+
+// Values cycling through `cycle` distinct patterns (1, 2, ...), with one entry in 7 taking one
+// of 5 frequent values (0..4), and the first `table_rows` rows made of frequent values only:
+// their chunks are covered by the value table only if its order, which depends on every
+// exact count (ties among the cycling values go by pattern), comes out right.
+csr<double, std::int32_t> cycling_values(std::int64_t n, std::uint64_t seed, std::int64_t cycle,
+                                         std::int64_t table_rows) {
+  auto a = test::random_csr(n, n, 800.0, seed);
+  for (std::size_t k = 0; k < a.values.size(); ++k)
+    a.values[k] = k % 7 == 0 ? static_cast<double>(k % 5) : 1.0 + static_cast<double>(k % cycle);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(a.row_ptr[table_rows]); ++k)
+    a.values[k] = static_cast<double>(k % 5);
+  return a;
+}
+
+}  // namespace
+
+// Every counting block (one per multiprocessor, 8192-value tiles) meets ~24K of 60K distinct
+// patterns, more than its shared table takes (2^14 slots on an H100): the count is redone in
+// partitions of the patterns.
+TEST(GpuCcooConvert, ManyDistinctValuesAreCountedInPartitions) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto a = cycling_values(4000, 5, 60000, 300);
+  ASSERT_GT(a.nnz(), 2500000);
+  check_both_types(a, {256, 4}, ctx);
+}
+
+// ~270K distinct patterns per counting block (one per multiprocessor), beyond even 16
+// partitions of its table: the last count sends what finds no shared slot to the global table
+// (1M patterns, within it).
+TEST(GpuCcooConvert, DistinctValuesBeyondEveryPartitionSpillToTheGlobalTable) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto a = cycling_values(50000, 7, 1000000, 2000);
+  ASSERT_GT(a.nnz(), 35000000);
+  check_conversions(a, {256, 4}, ctx);
+}
+
 // One chunk per row with 8-, 16- and 32-bit column offsets.
 TEST(GpuCcooConvert, ColumnOffsetWidths) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
