@@ -8,22 +8,36 @@
 // liu-thesis-csr5.txt sec. 5.4.4). So both walk a block row's entries in (block column q,
 // row, column) order, "block order"; CSR holds them by row, then column: r sorted rows.
 //
-// Ranks by counting, not by sorting: with the rows sorted, the entries that come before the
-// entry (i, j) of a block row in block order (q = j / c) are
+// Block order is the order of the positions (block row, q, i*c + j), and consecutive block rows
+// hold consecutive entries (block row br's start at row_ptr[br * r]). So for a run of block rows
+// whose columns span few blocks, one bit per position (the block row's spanned block columns
+// times r*c, run after run) is a bit array in block order: each entry sets its bit, and its
+// rank among the run's entries is the number of set bits below its own, one popcount scan of
+// the words; it opens its block when no bit of its block lies below its own. Counting, not
+// searching or sorting: O(1) per entry plus a word per 32 positions, in a warp's share of
+// shared memory (order_counted). Such runs are most block rows: a banded or clustered matrix
+// spans few block columns per block row (a block row of 8 x 8 blocks may span 4096 columns).
+//
+// The other block rows (a wider span, blocks of more than 64 positions: BCSR up to 16 x 16,
+// or one row each, r = 1, where nothing is searched) take their ranks by searching
+// (order_searched). With the rows sorted, the entries that come
+// before the entry (i, j) of a block row in block order (q = j / c) are
 //   - in each row above i, those of columns < (q + 1) * c,
 //   - in row i, those before it,
 //   - in each row below i, those of columns < q * c,
 // one binary search per other row of the block row. The entry opens (heads) its block when no
 // row above holds a column in [q * c, (q + 1) * c) and the entry before it in row i lies left
-// of q * c. Work is split by entries (a warp per 32 * per_lane consecutive ones), so long
-// rows and block rows of many blocks cost logarithmic searches, never a serial walk: r - 1
-// searches per entry, in rows that lie next to each other in memory. An inclusive scan of the
-// heads in block order numbers the blocks; the heads before a block row's first entry are its
-// block pointer.
+// of q * c. Work is split by entries, in chunks of `chunk` (those of each such block row, which
+// the counting pass lists, or all entries when r*c > 64), so a block row of millions of entries
+// spreads over many warps.
+//
+// An inclusive scan of the heads in block order numbers the blocks; the heads before a block
+// row's first entry are its block pointer.
 #pragma once
 #include <cuda_runtime.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -39,10 +53,22 @@ namespace spconv::gpu::block_rows {
 namespace {
 
 using I = std::int32_t;
-constexpr int threads = 256;  // a multiple of the warp size: order_entries steps by warps
-// Entries per lane and step of order_entries: one search over all rows serves 32 * per_lane
-// entries, the rest search the few rows of the span.
-constexpr int per_lane = 4;
+constexpr int threads = 256;  // a multiple of the warp size: the kernels step by warps
+constexpr int warps_per_block = threads / 32;
+constexpr unsigned full_warp = 0xffffffffu;
+
+// A warp's bit array in order_counted: span_words words, with the set bits before each word
+// as 16 bits (at most span_bits < 2^16). 8 warps x 6 KiB = 48 KiB of shared memory per block.
+constexpr int span_words = 1024;
+constexpr int span_bits = 32 * span_words;
+// order_counted cuts the sequence of block rows and entries into tasks of up to this many
+// items, a warp's unit of work: never more block rows, nor more entries besides those of its
+// last block row. Smaller matrices get smaller tasks (down to min_task_items), so that there
+// are about tasks_wanted of them, several per warp the device holds at once (4224 on an H100).
+constexpr std::int64_t task_items = 4096, min_task_items = 256, tasks_wanted = 8192;
+// Entries per warp and step of order_searched: one search over all rows serves the chunk, the
+// rest search the few rows of its block row.
+constexpr int chunk = 256;
 
 // Bits all zero: +0.0, BCSR's fill value (formats/bcsr.hpp), told by bits since -0.0 == 0.
 __device__ __forceinline__ bool all_bits_zero(float v) { return __float_as_uint(v) == 0u; }
@@ -72,28 +98,268 @@ __device__ __forceinline__ I first_at_or_after(const I* col, I lo, I hi, std::ui
   return lo;
 }
 
-// Puts every entry at its block-order position t: out[t] = its value, head[t] = 1 where it
-// opens its block, place[t] = i*c + j inside the block (< r*c <= 256: MBR's bit, BCSR's value
-// offset), head_col[t] = the block column at heads only. With zero_count given, adds the
-// entries whose bits are all zero to it (BCSR's stored zeros).
-template <class V>
-__global__ void order_entries(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col, const V* val,
-                              int r, int c, V* out, std::uint8_t* head, std::uint8_t* place, I* head_col,
-                              I* zero_count) {
-  constexpr unsigned warp = 0xffffffffu;
+// x / d by a multiplication, for the small quotients of order_counted: with m = floor((2^32 - 1)
+// / d) + 1 = 2^32 / d + e (0 <= e <= 1), x * m / 2^32 = x / d + x * e / 2^32, whose excess is
+// below 1 / d for x < 2^32 / d and so never reaches the next multiple of 1 / d: the high word is
+// exactly floor(x / d). (d = 1 would need m = 2^32: it returns x.) A runtime division takes
+// several times the instructions, and order_counted needs two per entry and pass.
+struct small_divisor {
+  std::uint32_t d, m;
+  __device__ explicit small_divisor(std::uint32_t divisor)
+      : d(divisor), m(divisor > 1 ? 0xffffffffu / divisor + 1 : 0) {}
+  __device__ std::uint32_t operator()(std::uint32_t x) const { return d > 1 ? __umulhi(x, m) : x; }
+};
+
+// The first block row br in [0, mb] with br + row_ptr[min(br * r, rows)] >= target, for a
+// target <= mb + nnz (block row mb reaches it). The sum grows by at least 1 per block row and
+// by the entries of each, so cutting it at multiples of the task size bounds both in a task.
+__device__ std::int64_t first_block_row_at(const I* row_ptr, std::int64_t rows, int r, std::int64_t mb,
+                                           std::int64_t target) {
+  std::int64_t lo = 0, hi = mb;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (mid + row_ptr[mid * r < rows ? mid * r : rows] < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Calls f(active, k, i) in every lane for the entries k of [ea, eb), the entries of the rows
+// [ra, rb) (row_ptr[ra] == ea, row_ptr[rb] == eb), i being the row holding k: 32 consecutive
+// entries per step, lane l on the step's l-th (coalesced); lanes past eb get active false and
+// the last entry, so that f may shuffle. Rows come from a cursor rather than a search per
+// entry: a round loads the starts of the 32 rows after it and each lane counts those at or
+// before its entry (sorted, so a binary search over the lanes by shuffles). One round per step
+// while rows are long; a step over more than 32 row starts (short or empty rows) takes more.
+template <class F>
+__device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea, std::int64_t eb, std::int64_t ra,
+                                               std::int64_t rb, F&& f) {
   const int lane = static_cast<int>(threadIdx.x % 32);
+  std::int64_t cur = ra;  // a row whose start is at or before the step's first entry
+  for (std::int64_t k0 = ea; k0 < eb; k0 += 32) {
+    const bool active = k0 + lane < eb;
+    const std::int64_t k = active ? k0 + lane : eb - 1;
+    std::int64_t i = cur;
+    bool found = false;
+    for (std::int64_t base = cur;; base += 32) {
+      // Rows base + 1 .. base + 32; past rb the start of row rb, eb, which lies after every k.
+      const std::int64_t next = base + 1 + lane;
+      const I start = row_ptr[next < rb ? next : rb];
+      int n = 0;
+      for (int step = 16; step > 0; step /= 2)
+        if (__shfl_sync(full_warp, start, n + step - 1) <= k) n += step;
+      const I last = __shfl_sync(full_warp, start, 31);
+      if (n == 31 && last <= k) n = 32;
+      // Fewer than 32 starts at or before k: row base + n holds k. All 32: look further.
+      if (!found) {
+        i = base + n;
+        found = n < 32;
+      }
+      if (__all_sync(full_warp, found)) break;
+    }
+    cur = __shfl_sync(full_warp, i, 31);  // the step's last entry is its largest
+    f(active, k, i);
+  }
+}
+
+// Lists the wide block rows among a warp's 32 (lane l: block row l of the group, `wide`,
+// its entries [e0, e1); lanes from n on hold none) for order_searched: each run of
+// consecutive wide block rows, whose entries are consecutive, as chunks of up to `chunk`
+// entries, chunk d being the pair chunks[2d], chunks[2d + 1] = its first and end entry. A wide
+// block row holds at least 2 entries (it spans more than one block), so the pairs fit in nnz
+// elements. One atomic per warp: short wide block rows are the rule in graph-like matrices.
+__device__ __forceinline__ void list_wide_runs(bool wide, int n, I e0, I e1, I* chunks, I* chunk_count) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const unsigned wide_lanes = __ballot_sync(full_warp, wide);
+  if (wide_lanes == 0) return;
+  const unsigned below = (1u << lane) - 1u;
+  const bool opens = wide && (lane == 0 || !((wide_lanes >> (lane - 1)) & 1u));
+  // The run's last block row: the lane before the next one that is not wide (or n).
+  const unsigned later_narrow = ~wide_lanes & ~below & ~(1u << lane);
+  const int stop = later_narrow != 0 ? min(__ffs(static_cast<int>(later_narrow)) - 1, n) : n;
+  const I run_end = __shfl_sync(full_warp, e1, opens ? stop - 1 : lane);
+  const I count = opens ? static_cast<I>((std::int64_t{run_end} - e0 + chunk - 1) / chunk) : 0;
+  I incl = count;
+  for (int d = 1; d < 32; d *= 2) {
+    const I v = __shfl_up_sync(full_warp, incl, d);
+    if (lane >= d) incl += v;
+  }
+  I base = 0;
+  if (lane == 31) base = atomicAdd(chunk_count, incl);
+  base = __shfl_sync(full_warp, base, 31) + incl - count;
+  for (I m = 0; m < count; ++m) {
+    const std::int64_t from = e0 + std::int64_t{m} * chunk;
+    chunks[2 * (base + m)] = static_cast<I>(from);
+    chunks[2 * (base + m) + 1] = static_cast<I>(min(from + chunk, std::int64_t{run_end}));
+  }
+}
+
+// Block order by counting (see the top of this file) for the block rows whose span fits a
+// warp's bit array, for r > 1 and r*c <= 64; the others are listed for order_searched
+// (list_wide_runs; `chunks` has room for nnz). Writes out[t], head[t], place[t] and head_col[t] (heads only) like
+// order_searched, and counts the stored zeros into zero_count where given.
+//
+// A warp takes a task of items_per_task items (block rows [task_lo, task_hi), see
+// first_block_row_at) 32 block rows at a time, a lane summing up each: its entries and the
+// block columns they span (the rows are sorted: their first and last entries bound them).
+// Consecutive block rows whose spans fit the bit array together form a run; a run's entries
+// are walked twice, once to set the bits and once, after the scan of the words, to place them.
+template <class V>
+__global__ void __launch_bounds__(threads, 4)
+    order_counted(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
+                  std::int64_t items_per_task, V* out, std::uint8_t* head, std::uint8_t* place, I* head_col,
+                  I* zero_count, I* chunks, I* chunk_count) {
+  __shared__ std::uint32_t bits_of[warps_per_block][span_words];
+  __shared__ std::uint16_t before_of[warps_per_block][span_words];
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  std::uint32_t* const bits = bits_of[threadIdx.x / 32];
+  std::uint16_t* const before = before_of[threadIdx.x / 32];
+  const std::uint32_t ru = static_cast<std::uint32_t>(r), cu = static_cast<std::uint32_t>(c);
+  const small_divisor by_r(ru), by_c(cu);
+  const I rc = r * c;
+  const std::int64_t mb = (rows + r - 1) / r, items = mb + nnz, tasks = (items + items_per_task - 1) / items_per_task;
   I zeros = 0;
-  // A warp takes the span of 32 * per_lane consecutive entries starting at base (the same in
-  // all its lanes, so they step together): lanes 0 and 1 find the rows of the span's first
-  // and last entries by a search over all rows, and each lane then searches only the rows
-  // between, for its entries base + lane + 32 m (coalesced).
-  const std::int64_t span = 32 * per_lane;
-  for (std::int64_t base = (first_index() - lane) * per_lane; base < nnz; base += grid_stride() * per_lane) {
-    const std::int64_t last = base + span - 1 < nnz ? base + span - 1 : nnz - 1;
+  for (std::int64_t task = first_index() / 32; task < tasks; task += grid_stride() / 32) {
     long long found = 0;
-    if (lane < 2) found = row_holding(row_ptr, 0, rows - 1, lane == 0 ? base : last);
-    const std::int64_t row_lo = __shfl_sync(warp, found, 0), row_hi = __shfl_sync(warp, found, 1);
-    for (std::int64_t k = base + lane; k <= last; k += 32) {
+    if (lane < 2) {
+      const std::int64_t target = (task + lane) * items_per_task;
+      found = first_block_row_at(row_ptr, rows, r, mb, target < items ? target : items);
+    }
+    const std::int64_t task_lo = __shfl_sync(full_warp, found, 0), task_hi = __shfl_sync(full_warp, found, 1);
+    for (std::int64_t g = task_lo; g < task_hi; g += 32) {
+      const int n = task_hi - g < 32 ? static_cast<int>(task_hi - g) : 32;
+      // Lane l: block row g + l, its entries [e0, e1), its columns [j_lo, j_hi].
+      I e0 = 0, e1 = 0;
+      std::uint32_t j_lo = 0xffffffffu, j_hi = 0;
+      if (lane < n) {
+        const std::int64_t r0 = (g + lane) * r, r_end = r0 + r < rows ? r0 + r : rows;
+        e0 = e1 = row_ptr[r0];
+        for (std::int64_t p = r0; p < r_end; ++p) {
+          const I f = row_ptr[p + 1];
+          if (f > e1) {
+            j_lo = min(j_lo, static_cast<std::uint32_t>(col[e1]));
+            j_hi = max(j_hi, static_cast<std::uint32_t>(col[f - 1]));
+          }
+          e1 = f;
+        }
+      }
+      const std::uint32_t q_lo = j_lo / cu;
+      const std::int64_t need = e1 > e0 ? (std::int64_t{j_hi / cu} - q_lo + 1) * rc : 0;
+      const bool wide = need > span_bits;
+      list_wide_runs(wide, n, e0, e1, chunks, chunk_count);
+      // The block row's first bit in the bit array of the 32: the bits of the lanes before.
+      const I own = wide ? 0 : static_cast<I>(need);
+      I end = own;
+      for (int d = 1; d < 32; d *= 2) {
+        const I v = __shfl_up_sync(full_warp, end, d);
+        if (lane >= d) end += v;
+      }
+      const I start = end - own;
+      const unsigned wide_lanes = __ballot_sync(full_warp, wide);
+      for (int l = 0; l < n;) {
+        if ((wide_lanes >> l) & 1u) {
+          ++l;
+          continue;
+        }
+        // The run: lanes [l, e), up to the next wide block row and as far as the bits fit.
+        const unsigned later_wide = wide_lanes & (0xffffffffu << l);
+        const int stop = later_wide != 0 ? __ffs(static_cast<int>(later_wide)) - 1 : n;
+        const I from = __shfl_sync(full_warp, start, l);
+        const int e = l + __popc(__ballot_sync(full_warp, lane >= l && lane < stop && end - from <= span_bits));
+        const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, e - 1);
+        const int words = (__shfl_sync(full_warp, end, e - 1) - from + 31) / 32;
+        if (ea < eb) {
+          const std::int64_t ra = (g + l) * r, rb = (g + e) * r < rows ? (g + e) * r : rows;
+          // Entry k of row i: its bit (block row's first bit, block column, i*c + j), its block
+          // column q and its position in_block = i*c + j inside the block. Divisions of small
+          // offsets: rows after ra (< 32 r <= 2^11) by r, columns after the block row's first
+          // block column (< span_bits / r <= 2^15, the span fits) by c.
+          const auto bit_of = [&](std::int64_t k, std::int64_t i, std::uint32_t& q, int& in_block) {
+            const std::uint32_t down = static_cast<std::uint32_t>(i - ra), br_off = by_r(down);
+            const int src = l + static_cast<int>(br_off);
+            const std::uint32_t q0 = __shfl_sync(full_warp, q_lo, src);
+            const I first = __shfl_sync(full_warp, start, src);
+            const std::uint32_t across = static_cast<std::uint32_t>(col[k]) - q0 * cu, q_off = by_c(across);
+            q = q0 + q_off;
+            in_block = static_cast<int>((down - br_off * ru) * cu + (across - q_off * cu));
+            return first - from + static_cast<I>(q_off) * rc + in_block;
+          };
+          for (int w = lane; w < words; w += 32) bits[w] = 0;
+          __syncwarp();
+          for_each_entry(row_ptr, ea, eb, ra, rb, [&](bool active, std::int64_t k, std::int64_t i) {
+            std::uint32_t q = 0;
+            int in_block = 0;
+            const I b = bit_of(k, i, q, in_block);
+            if (active) atomicOr(bits + b / 32, 1u << (b % 32));
+          });
+          __syncwarp();
+          I run = 0;
+          for (int w0 = 0; w0 < words; w0 += 32) {
+            const int w = w0 + lane;
+            const I ones = w < words ? __popc(bits[w]) : 0;
+            I incl = ones;
+            for (int d = 1; d < 32; d *= 2) {
+              const I v = __shfl_up_sync(full_warp, incl, d);
+              if (lane >= d) incl += v;
+            }
+            if (w < words) before[w] = static_cast<std::uint16_t>(run + incl - ones);
+            run += __shfl_sync(full_warp, incl, 31);
+          }
+          __syncwarp();
+          // The set bits below bit b: the entries before it in block order.
+          const auto rank = [&](I b) { return I{before[b / 32]} + __popc(bits[b / 32] & ((1u << (b % 32)) - 1u)); };
+          for_each_entry(row_ptr, ea, eb, ra, rb, [&](bool active, std::int64_t k, std::int64_t i) {
+            std::uint32_t q = 0;
+            int in_block = 0;
+            const I b = bit_of(k, i, q, in_block);
+            if (active) {
+              const I t = ea + rank(b);
+              const bool opens = rank(b - in_block) == t - ea;
+              const V v = val[k];
+              out[t] = v;
+              head[t] = opens ? 1 : 0;
+              place[t] = static_cast<std::uint8_t>(in_block);
+              if (opens) head_col[t] = static_cast<I>(q);
+              if (zero_count != nullptr && all_bits_zero(v)) ++zeros;
+            }
+          });
+          __syncwarp();  // the next run clears the words read above
+        }
+        l = e;
+      }
+    }
+  }
+  // Every lane gets here (the loops above step whole warps): one atomic per warp at most.
+  if (zero_count != nullptr) {
+    const I total = __reduce_add_sync(full_warp, zeros);
+    if (lane == 0 && total > 0) atomicAdd(zero_count, total);
+  }
+}
+
+// Block order by searching (see the top of this file): puts every entry of its chunks at its
+// block-order position t: out[t] = its value, head[t] = 1 where it opens its block, place[t] =
+// i*c + j inside the block (< r*c <= 256: MBR's bit, BCSR's value offset), head_col[t] = the
+// block column at heads only. With zero_count given, adds the entries whose bits are all zero
+// to it (BCSR's stored zeros). The chunks: with `chunks` given, the *chunk_count chunks that
+// order_counted listed (list_wide_runs); else all entries, chunk d being [d * chunk,
+// (d + 1) * chunk).
+template <class V>
+__global__ void order_searched(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col, const V* val,
+                               int r, int c, const I* chunks, const I* chunk_count, V* out, std::uint8_t* head,
+                               std::uint8_t* place, I* head_col, I* zero_count) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t count = chunks != nullptr ? *chunk_count : (nnz + chunk - 1) / chunk;
+  I zeros = 0;
+  // A warp takes a chunk (the same in all its lanes, so they step together): lanes 0 and 1 find
+  // the rows of its first and last entries by a search over all rows, and each lane then
+  // searches only the rows between, for its entries lo + lane + 32 m (coalesced).
+  for (std::int64_t d = first_index() / 32; d < count; d += grid_stride() / 32) {
+    const std::int64_t lo = chunks != nullptr ? chunks[2 * d] : d * chunk;
+    const std::int64_t hi = chunks != nullptr ? chunks[2 * d + 1] : (lo + chunk < nnz ? lo + chunk : nnz);
+    long long found = 0;
+    if (lane < 2) found = row_holding(row_ptr, 0, rows - 1, lane == 0 ? lo : hi - 1);
+    const std::int64_t row_lo = __shfl_sync(full_warp, found, 0), row_hi = __shfl_sync(full_warp, found, 1);
+    for (std::int64_t k = lo + lane; k < hi; k += 32) {
       // Entry positions and columns are below nnz, rows below `rows`: all fit I.
       const I e = static_cast<I>(k), i = static_cast<I>(row_holding(row_ptr, row_lo, row_hi, k));
       const I j = col[e];
@@ -130,8 +396,8 @@ __global__ void order_entries(std::int64_t nnz, const I* row_ptr, std::int64_t r
   }
   // Every lane gets here (the loop above steps whole warps): one atomic per warp at most.
   if (zero_count != nullptr) {
-    const I n = __reduce_add_sync(warp, zeros);
-    if (lane == 0 && n > 0) atomicAdd(zero_count, n);
+    const I total = __reduce_add_sync(full_warp, zeros);
+    if (lane == 0 && total > 0) atomicAdd(zero_count, total);
   }
 }
 
@@ -179,10 +445,36 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
     o.place.resize(nnz);
     o.head_col.resize(nnz);
     o.block_no.resize(nnz);
-    order_entries<V><<<launch_blocks((nnz + per_lane - 1) / per_lane, threads), threads, 0, s>>>(
-        nnz, a.row_ptr.data(), a.rows, a.col_idx.data(), a.values.data(), r, c, out, o.head.data(), o.place.data(),
-        o.head_col.data(), zero_count);
-    check_launch(who, "putting the entries in block order");
+    const I* row_ptr = a.row_ptr.data();
+    const I* col = a.col_idx.data();
+    const V* val = a.values.data();
+    // Rows of one block row (r = 1) search nothing: they take the searching pass throughout.
+    if (r > 1 && r * c <= 64) {
+      // The chunk list of the wide block rows lives in block_no until the scan numbers the
+      // blocks there (list_wide_runs: it fits).
+      device_array<I> listed(1);
+      check_cuda(cudaMemsetAsync(listed.data(), 0, sizeof(I), s), who + ": clearing the chunk count");
+      const std::int64_t items = mb + nnz;
+      const std::int64_t per_task = std::clamp(items / tasks_wanted, min_task_items, task_items);
+      order_counted<V><<<launch_blocks((items + per_task - 1) / per_task * 32, threads), threads, 0, s>>>(
+          nnz, row_ptr, a.rows, col, val, r, c, per_task, out, o.head.data(), o.place.data(), o.head_col.data(),
+          zero_count, o.block_no.data(), listed.data());
+      check_launch(who, "putting the entries in block order");
+      // The listed chunks are counted on the device: one wave of blocks walks them (none when
+      // every block row was counted).
+      int sms = 0;
+      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()),
+                 who + ": reading the multiprocessor count");
+      order_searched<V><<<sms * (2048 / threads), threads, 0, s>>>(
+          nnz, row_ptr, a.rows, col, val, r, c, o.block_no.data(), listed.data(), out, o.head.data(), o.place.data(),
+          o.head_col.data(), zero_count);
+      check_launch(who, "putting the wide block rows in block order");
+    } else {
+      order_searched<V><<<launch_blocks((nnz + chunk - 1) / chunk * 32, threads), threads, 0, s>>>(
+          nnz, row_ptr, a.rows, col, val, r, c, nullptr, nullptr, out, o.head.data(), o.place.data(),
+          o.head_col.data(), zero_count);
+      check_launch(who, "putting the entries in block order");
+    }
     const auto heads = thrust::make_transform_iterator(o.head.data(), head_as_index{});
     std::size_t bytes = 0;
     check_cuda(cub::DeviceScan::InclusiveSum(nullptr, bytes, heads, o.block_no.data(), nnz, s),

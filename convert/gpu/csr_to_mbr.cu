@@ -3,9 +3,9 @@
 // MBR stores a block row's blocks by block column and a block's values by bit i*c + j, i.e.
 // the entries in block order (convert/gpu/block_rows.cuh): that pass writes every value
 // straight to its MBR position, value_ptr[br] = row_ptr[br * r] (block rows cover
-// consecutive rows) and block_row_ptr from the block numbers. Then one thread per block head
-// writes the block's column and ORs the bits of its entries (the positions up to the next
-// head, at most r*c <= 64) into its bitmap, stored little-endian in bitmap_bytes bytes.
+// consecutive rows) and block_row_ptr from the block numbers. Then each block's column and
+// bitmap (the OR of its entries' bits, stored little-endian in bitmap_bytes bytes) are written
+// by the lane of its head, the bits gathered across the lanes of a warp.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -21,16 +21,49 @@ namespace {
 
 using I = std::int32_t;
 
-// Each block's column and bitmap, written by the thread of its head (block order position t).
+// Each block's column and bitmap, written by the lane of its head (block-order position t).
+// A warp takes 32 consecutive positions; a block's entries are consecutive there (up to the
+// next head), so a segmented OR over the lanes, by shuffles, gives each head lane its block's
+// bits up to the warp's end. The last block of the warp may go on past it: r*c <= 64 entries,
+// so at most two more steps of 32 positions, up to the next head, complete it. Every bitmap is
+// written once, by one lane, without atomics.
 __global__ void write_blocks(std::int64_t nnz, const std::uint8_t* head, const std::uint8_t* bit, const I* head_col,
                              const I* block_no, int w, I* block_col, std::uint8_t* bitmaps) {
-  for (std::int64_t t = first_index(); t < nnz; t += grid_stride()) {
-    if (!head[t]) continue;
-    std::uint64_t map = std::uint64_t{1} << bit[t];
-    for (std::int64_t u = t + 1; u < nnz && !head[u]; ++u) map |= std::uint64_t{1} << bit[u];
-    const std::int64_t b = block_no[t] - 1;
-    block_col[b] = head_col[t];
-    for (int byte = 0; byte < w; ++byte) bitmaps[b * w + byte] = static_cast<std::uint8_t>(map >> (8 * byte));
+  constexpr unsigned full_warp = 0xffffffffu;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (std::int64_t t0 = first_index() - lane; t0 < nnz; t0 += grid_stride()) {
+    const std::int64_t t = t0 + lane;
+    const bool inside = t < nnz;
+    const bool opens = inside && head[t] != 0;
+    // Past the end counts as a head: it closes the last block.
+    const unsigned heads = __ballot_sync(full_warp, opens || !inside);
+    std::uint64_t map = inside ? std::uint64_t{1} << bit[t] : 0;
+    // After the step of d, map holds the bits of [lane, min(lane + 2d, next head)): a lane adds
+    // its neighbour d lanes on while no head lies in lanes lane + 1 .. lane + d.
+    for (int d = 1; d < 32; d *= 2) {
+      const std::uint64_t more = __shfl_down_sync(full_warp, map, d);
+      if (lane + d < 32 && ((heads >> (lane + 1)) & ((1u << d) - 1u)) == 0) map |= more;
+    }
+    // The rest of the warp's last block, from the positions after the warp's.
+    std::uint64_t rest = 0;
+    const int last = heads != 0 ? 31 - __clz(static_cast<int>(heads)) : -1;
+    if (last >= 0 && t0 + 32 < nnz) {
+      for (std::int64_t u0 = t0 + 32;; u0 += 32) {
+        const std::int64_t u = u0 + lane;
+        const unsigned ends = __ballot_sync(full_warp, u >= nnz || head[u] != 0);
+        const int stop = ends != 0 ? __ffs(static_cast<int>(ends)) - 1 : 32;
+        const std::uint64_t mine = lane < stop ? std::uint64_t{1} << bit[u] : 0;
+        rest |= std::uint64_t{__reduce_or_sync(full_warp, static_cast<unsigned>(mine))} |
+                std::uint64_t{__reduce_or_sync(full_warp, static_cast<unsigned>(mine >> 32))} << 32;
+        if (ends != 0) break;
+      }
+    }
+    if (opens) {
+      if (lane == last) map |= rest;
+      const std::int64_t b = block_no[t] - 1;
+      block_col[b] = head_col[t];
+      for (int byte = 0; byte < w; ++byte) bitmaps[b * w + byte] = static_cast<std::uint8_t>(map >> (8 * byte));
+    }
   }
 }
 
