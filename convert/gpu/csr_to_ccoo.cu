@@ -138,9 +138,9 @@ __device__ void table_add(const pattern_table<B>& t, B key, std::uint64_t hash, 
 // P partitions (gridDim.y; the low bits of the hash, the slots use the top ones), each
 // counted in a pass of its own over the values. A full table (no slot within shared_probes,
 // which linear probing reaches at a load of ~85%) ends the count at once (info_full), and
-// the host counts again with twice the partitions; up to max_partitions, where patterns that
-// find no shared slot go to the global table directly (spill), which is as exact, only
-// slower. A failed count stops soon when patterns are many (the tables fill early).
+// the host counts again with twice the partitions, up to max_partitions; past those (over
+// ~200K distinct patterns in one block's share of the values) the sort route counts instead.
+// A failed count stops soon when patterns are many (the tables fill early).
 constexpr int count_threads = 1024;
 constexpr int count_items = 8;        // values per thread per tile, loaded before they are counted
 constexpr int most_shared_log2 = 14;  // slots per block table: 2^14 at most,
@@ -163,10 +163,10 @@ std::size_t block_table_bytes(int log2) {
 }
 
 // Adds n to the count of `key` (hash = mix(key)) in the block's table; where the table has no
-// place for it within shared_probes slots, in the global one (spill) or nowhere (info_full).
+// place for it within shared_probes slots, nowhere: the count is incomplete (info_full).
 template <class B>
 __device__ void block_add(const block_table<B>& s, const pattern_table<B>& t, B key, std::uint64_t hash,
-                          std::uint32_t n, bool spill) {
+                          std::uint32_t n) {
   if (key == empty_key<B>) {
     atomicAdd(s.special, n);
     return;
@@ -184,19 +184,17 @@ __device__ void block_add(const block_table<B>& s, const pattern_table<B>& t, B 
       return;
     }
   }
-  if (spill) table_add(t, key, hash, n);
-  else atomicOr(t.info + info_full, 1ull);
+  atomicOr(t.info + info_full, 1ull);
 }
 
 // One value per lane (where `valid`): the lanes holding the same pattern add it at once,
 // through the lowest of them, so that a warp of equal values costs one shared atomic and a
 // warp of distinct ones one probe sequence per lane, side by side.
 template <class B>
-__device__ void warp_add(const block_table<B>& s, const pattern_table<B>& t, B key, std::uint64_t hash, bool valid,
-                         bool spill) {
+__device__ void warp_add(const block_table<B>& s, const pattern_table<B>& t, B key, std::uint64_t hash, bool valid) {
   const unsigned lanes_below = (1u << (threadIdx.x % 32)) - 1;
   const unsigned same = match_any(key) & __ballot_sync(full_warp, valid);
-  if (valid && (same & lanes_below) == 0) block_add(s, t, key, hash, static_cast<std::uint32_t>(__popc(same)), spill);
+  if (valid && (same & lanes_below) == 0) block_add(s, t, key, hash, static_cast<std::uint32_t>(__popc(same)));
 }
 
 // Counts every stored value's pattern of partition blockIdx.y into t, and the padding entries
@@ -206,7 +204,7 @@ __device__ void warp_add(const block_table<B>& s, const pattern_table<B>& t, B k
 template <class B>
 __global__ void __launch_bounds__(count_threads, 1)
     count_patterns(const B* values, std::int64_t n, pattern_table<B> t, const std::int64_t* group_start,
-                   std::int64_t rows, std::int64_t k, int log2, bool spill) {
+                   std::int64_t rows, std::int64_t k, int log2) {
   extern __shared__ __align__(16) unsigned char table_memory[];
   const int slots = 1 << log2;
   const block_table<B> s{reinterpret_cast<B*>(table_memory),
@@ -229,7 +227,7 @@ __global__ void __launch_bounds__(count_threads, 1)
     // Beyond 2^31 - 1 entries the conversion is refused (after this kernel): no count then.
     const std::uint64_t zero_hash = mix(B(0));
     if (pads > 0 && groups * k <= INT_MAX && in_part(B(0), zero_hash))
-      block_add(s, t, B(0), zero_hash, static_cast<std::uint32_t>(pads), spill);
+      block_add(s, t, B(0), zero_hash, static_cast<std::uint32_t>(pads));
   }
   const int lane = threadIdx.x % 32;
   constexpr std::int64_t tile = std::int64_t{count_threads} * count_items;
@@ -250,7 +248,7 @@ __global__ void __launch_bounds__(count_threads, 1)
 #pragma unroll
     for (int i = 0; i < count_items; ++i) {
       const std::uint64_t hash = mix(v[i]);
-      warp_add(s, t, v[i], hash, base + i * count_threads + threadIdx.x < n && in_part(v[i], hash), spill);
+      warp_add(s, t, v[i], hash, base + i * count_threads + threadIdx.x < n && in_part(v[i], hash));
     }
   }
   __syncthreads();
@@ -662,7 +660,7 @@ struct value_table_result {
 };
 
 // The canonical value table by sorting every value (for matrices whose distinct patterns
-// overflow the hash table): radix sort of the bit patterns, run-length encoding (cub), +0.0
+// overflow the hash tables, global or shared in every partition): radix sort of the bit patterns, run-length encoding (cub), +0.0
 // credited with the `pads` padding entries, then a stable descending radix sort of the
 // counts, which keeps equal counts in ascending bit order.
 template <class V>
@@ -791,20 +789,19 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   const auto count_blocks = static_cast<unsigned>(std::clamp<std::int64_t>((nnz + tile - 1) / tile, 1, sms));
   std::array<std::uint64_t, info_words> h{};
   for (int partitions = 1;; partitions *= 2) {
-    const bool spill = partitions == max_partitions;
     check_cuda(cudaMemsetAsync(info.data(), 0, info_words * sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: clearing");
     check_cuda(cudaMemsetAsync(keys.data(), 0xFF, slots * sizeof(B), s),
                "gpu::csr_to_ccoo: clearing the value counts");
     check_cuda(cudaMemsetAsync(counts.data(), 0, slots * sizeof(std::uint32_t), s),
                "gpu::csr_to_ccoo: clearing the value counts");
     count_patterns<B><<<dim3(count_blocks, static_cast<unsigned>(partitions)), count_threads, shared_bytes, s>>>(
-        values, nnz, table, group_start.data(), rows, nk, shared_log2, spill);
+        values, nnz, table, group_start.data(), rows, nk, shared_log2);
     check_launch("counting values");
     collect_patterns<B><<<launch_blocks(slots, block_threads), block_threads, 0, s>>>(table, found_bits.data(),
                                                                                       found_counts.data());
     check_launch("collecting the distinct values");
     h = read_info(info, ctx);
-    if (h[info_full] == 0) break;
+    if (h[info_full] == 0 || partitions == max_partitions) break;
   }
 
   const auto total_groups = static_cast<std::int64_t>(h[info_total_groups]), entries = total_groups * nk;
@@ -821,7 +818,7 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   // The canonical table (ccoo_value_table), as bit patterns on the device in table order.
   device_array<B> table_bits;
   std::int64_t distinct = 0;
-  if (h[info_overflow] == 0) {
+  if (h[info_overflow] == 0 && h[info_full] == 0) {
     // By pattern, then stably by count descending: equal counts keep the ascending pattern
     // order, the table's tie rule.
     distinct = static_cast<std::int64_t>(h[info_distinct]);

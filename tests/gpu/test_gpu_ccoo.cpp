@@ -196,9 +196,8 @@ TEST(GpuCcooConvert, ManyDistinctValuesAreCountedInPartitions) {
 }
 
 // ~270K distinct patterns per counting block (one per multiprocessor), beyond even 16
-// partitions of its table: the last count sends what finds no shared slot to the global table
-// (1M patterns, within it).
-TEST(GpuCcooConvert, DistinctValuesBeyondEveryPartitionSpillToTheGlobalTable) {
+// partitions of its table, though the whole matrix holds only 1M: the sort route counts.
+TEST(GpuCcooConvert, DistinctValuesBeyondEveryPartitionTakeTheSortRoute) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto a = cycling_values(50000, 7, 1000000, 2000);
