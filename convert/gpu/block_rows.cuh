@@ -18,10 +18,10 @@
 // shared memory (order_counted). Such runs are most block rows: a banded or clustered matrix
 // spans few block columns per block row (a block row of 8 x 8 blocks may span 4096 columns).
 //
-// The other block rows (a wider span, blocks of more than 64 positions: BCSR up to 16 x 16,
-// or one row each, r = 1, where nothing is searched) take their ranks by searching
-// (order_searched). With the rows sorted, the entries that come
-// before the entry (i, j) of a block row in block order (q = j / c) are
+// The other block rows (a wider span, a sparse one of over 128 bits per entry, blocks of
+// more than 64 positions: BCSR up to 16 x 16, or one row each, r = 1, where nothing is
+// searched) take their ranks by searching (order_searched). With the rows sorted, the
+// entries that come before the entry (i, j) of a block row in block order (q = j / c) are
 //   - in each row above i, those of columns < (q + 1) * c,
 //   - in row i, those before it,
 //   - in each row below i, those of columns < q * c,
@@ -61,6 +61,8 @@ constexpr unsigned full_warp = 0xffffffffu;
 // as 16 bits (at most span_bits < 2^16). 8 warps x 6 KiB = 48 KiB of shared memory per block.
 constexpr int span_words = 1024;
 constexpr int span_bits = 32 * span_words;
+// Bits of span per entry beyond which a block row is searched rather than counted (4 words).
+constexpr std::int64_t sparse_span = 128;
 // order_counted cuts the sequence of block rows and entries into tasks of up to this many
 // items, a warp's unit of work: never more block rows, nor more entries besides those of its
 // last block row. Smaller matrices get smaller tasks (down to min_task_items), so that there
@@ -68,7 +70,7 @@ constexpr int span_bits = 32 * span_words;
 constexpr std::int64_t task_items = 4096, min_task_items = 256, tasks_wanted = 8192;
 // Entries per warp and step of order_searched: one search over all rows serves the chunk, the
 // rest search the few rows of its block row.
-constexpr int chunk = 256;
+constexpr int chunk = 128;
 
 // Bits all zero: +0.0, BCSR's fill value (formats/bcsr.hpp), told by bits since -0.0 == 0.
 __device__ __forceinline__ bool all_bits_zero(float v) { return __float_as_uint(v) == 0u; }
@@ -124,21 +126,24 @@ __device__ std::int64_t first_block_row_at(const I* row_ptr, std::int64_t rows, 
   return lo;
 }
 
-// Calls f(active, k, i) in every lane for the entries k of [ea, eb), the entries of the rows
-// [ra, rb) (row_ptr[ra] == ea, row_ptr[rb] == eb), i being the row holding k: 32 consecutive
-// entries per step, lane l on the step's l-th (coalesced); lanes past eb get active false and
-// the last entry, so that f may shuffle. Rows come from a cursor rather than a search per
+// Calls f(active, k, i, load(k)) in every lane for the entries k of [ea, eb), the entries of
+// the rows [ra, rb) (row_ptr[ra] == ea, row_ptr[rb] == eb), i being the row holding k: 32
+// consecutive entries per step, lane l on the step's l-th (coalesced); lanes past eb get active
+// false and the last entry, so that f may shuffle. load(k) reads what f needs of the entry; it
+// runs first, so that its reads are in flight together with the row starts' (one memory
+// latency per step, not two). Rows come from a cursor rather than a search per
 // entry: a round loads the starts of the 32 rows after it and each lane counts those at or
 // before its entry (sorted, so a binary search over the lanes by shuffles). One round per step
 // while rows are long; a step over more than 32 row starts (short or empty rows) takes more.
-template <class F>
+template <class L, class F>
 __device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea, std::int64_t eb, std::int64_t ra,
-                                               std::int64_t rb, F&& f) {
+                                               std::int64_t rb, L&& load, F&& f) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   std::int64_t cur = ra;  // a row whose start is at or before the step's first entry
   for (std::int64_t k0 = ea; k0 < eb; k0 += 32) {
     const bool active = k0 + lane < eb;
     const std::int64_t k = active ? k0 + lane : eb - 1;
+    const auto loaded = load(k);
     std::int64_t i = cur;
     bool found = false;
     for (std::int64_t base = cur;; base += 32) {
@@ -158,9 +163,16 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea
       if (__all_sync(full_warp, found)) break;
     }
     cur = __shfl_sync(full_warp, i, 31);  // the step's last entry is its largest
-    f(active, k, i);
+    f(active, k, i, loaded);
   }
 }
+
+// An entry's column and value, as order_counted's second walk reads them.
+template <class V>
+struct column_value {
+  I col;
+  V val;
+};
 
 // Lists the wide block rows among a warp's 32 (lane l: block row l of the group, `wide`,
 // its entries [e0, e1); lanes from n on hold none) for order_searched: each run of
@@ -245,7 +257,10 @@ __global__ void __launch_bounds__(threads, 4)
       }
       const std::uint32_t q_lo = j_lo / cu;
       const std::int64_t need = e1 > e0 ? (std::int64_t{j_hi / cu} - q_lo + 1) * rc : 0;
-      const bool wide = need > span_bits;
+      // Counting costs a word per 32 bits of the span (cleared, then scanned) and two walks per
+      // entry; a sparse span (graph-like rows: few entries over many block columns) costs more
+      // in words than a search per entry does.
+      const bool wide = need > span_bits || need > sparse_span * (std::int64_t{e1} - e0);
       list_wide_runs(wide, n, e0, e1, chunks, chunk_count);
       // The block row's first bit in the bit array of the 32: the bits of the lanes before.
       const I own = wide ? 0 : static_cast<I>(need);
@@ -270,26 +285,27 @@ __global__ void __launch_bounds__(threads, 4)
         const int words = (__shfl_sync(full_warp, end, e - 1) - from + 31) / 32;
         if (ea < eb) {
           const std::int64_t ra = (g + l) * r, rb = (g + e) * r < rows ? (g + e) * r : rows;
-          // Entry k of row i: its bit (block row's first bit, block column, i*c + j), its block
+          // Entry k of row i, column j: its bit (block row's first bit, block column, i*c + j), its block
           // column q and its position in_block = i*c + j inside the block. Divisions of small
           // offsets: rows after ra (< 32 r <= 2^11) by r, columns after the block row's first
           // block column (< span_bits / r <= 2^15, the span fits) by c.
-          const auto bit_of = [&](std::int64_t k, std::int64_t i, std::uint32_t& q, int& in_block) {
+          const auto bit_of = [&](I j, std::int64_t i, std::uint32_t& q, int& in_block) {
             const std::uint32_t down = static_cast<std::uint32_t>(i - ra), br_off = by_r(down);
             const int src = l + static_cast<int>(br_off);
             const std::uint32_t q0 = __shfl_sync(full_warp, q_lo, src);
             const I first = __shfl_sync(full_warp, start, src);
-            const std::uint32_t across = static_cast<std::uint32_t>(col[k]) - q0 * cu, q_off = by_c(across);
+            const std::uint32_t across = static_cast<std::uint32_t>(j) - q0 * cu, q_off = by_c(across);
             q = q0 + q_off;
             in_block = static_cast<int>((down - br_off * ru) * cu + (across - q_off * cu));
             return first - from + static_cast<I>(q_off) * rc + in_block;
           };
           for (int w = lane; w < words; w += 32) bits[w] = 0;
           __syncwarp();
-          for_each_entry(row_ptr, ea, eb, ra, rb, [&](bool active, std::int64_t k, std::int64_t i) {
+          const auto read_column = [&](std::int64_t k) { return col[k]; };
+          for_each_entry(row_ptr, ea, eb, ra, rb, read_column, [&](bool active, std::int64_t, std::int64_t i, I j) {
             std::uint32_t q = 0;
             int in_block = 0;
-            const I b = bit_of(k, i, q, in_block);
+            const I b = bit_of(j, i, q, in_block);
             if (active) atomicOr(bits + b / 32, 1u << (b % 32));
           });
           __syncwarp();
@@ -308,14 +324,16 @@ __global__ void __launch_bounds__(threads, 4)
           __syncwarp();
           // The set bits below bit b: the entries before it in block order.
           const auto rank = [&](I b) { return I{before[b / 32]} + __popc(bits[b / 32] & ((1u << (b % 32)) - 1u)); };
-          for_each_entry(row_ptr, ea, eb, ra, rb, [&](bool active, std::int64_t k, std::int64_t i) {
+          const auto read_entry = [&](std::int64_t k) { return column_value<V>{col[k], val[k]}; };
+          for_each_entry(row_ptr, ea, eb, ra, rb, read_entry,
+                         [&](bool active, std::int64_t, std::int64_t i, const column_value<V>& e) {
             std::uint32_t q = 0;
             int in_block = 0;
-            const I b = bit_of(k, i, q, in_block);
+            const I b = bit_of(e.col, i, q, in_block);
             if (active) {
               const I t = ea + rank(b);
               const bool opens = rank(b - in_block) == t - ea;
-              const V v = val[k];
+              const V v = e.val;
               out[t] = v;
               head[t] = opens ? 1 : 0;
               place[t] = static_cast<std::uint8_t>(in_block);
@@ -460,12 +478,15 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
           nnz, row_ptr, a.rows, col, val, r, c, per_task, out, o.head.data(), o.place.data(), o.head_col.data(),
           zero_count, o.block_no.data(), listed.data());
       check_launch(who, "putting the entries in block order");
-      // The listed chunks are counted on the device: one wave of blocks walks them (none when
-      // every block row was counted).
-      int sms = 0;
+      // The listed chunks are counted on the device: one wave of blocks, as many as the
+      // multiprocessors hold at once, walks them (none when every block row was counted). A
+      // second, partial wave would leave most of the device idle while it runs.
+      int sms = 0, per_sm = 0;
       check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()),
                  who + ": reading the multiprocessor count");
-      order_searched<V><<<sms * (2048 / threads), threads, 0, s>>>(
+      check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, order_searched<V>, threads, 0),
+                 who + ": reading the occupancy");
+      order_searched<V><<<sms * std::max(per_sm, 1), threads, 0, s>>>(
           nnz, row_ptr, a.rows, col, val, r, c, o.block_no.data(), listed.data(), out, o.head.data(), o.place.data(),
           o.head_col.data(), zero_count);
       check_launch(who, "putting the wide block rows in block order");

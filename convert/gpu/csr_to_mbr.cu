@@ -5,9 +5,10 @@
 // straight to its MBR position, value_ptr[br] = row_ptr[br * r] (block rows cover
 // consecutive rows) and block_row_ptr from the block numbers. Then each block's column and
 // bitmap (the OR of its entries' bits, stored little-endian in bitmap_bytes bytes) are written
-// by the lane of its head, the bits gathered across the lanes of a warp.
+// by the lane of its last entry, the bits gathered across the lanes of a warp.
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "convert/cpu/mbr.hpp"
@@ -21,48 +22,64 @@ namespace {
 
 using I = std::int32_t;
 
-// Each block's column and bitmap, written by the lane of its head (block-order position t).
-// A warp takes 32 consecutive positions; a block's entries are consecutive there (up to the
-// next head), so a segmented OR over the lanes, by shuffles, gives each head lane its block's
-// bits up to the warp's end. The last block of the warp may go on past it: r*c <= 64 entries,
-// so at most two more steps of 32 positions, up to the next head, complete it. Every bitmap is
-// written once, by one lane, without atomics.
+// Each block's column and bitmap, written by the lane at the block's last position. A warp
+// takes a tile of tile_positions consecutive positions, 32 a step; a block's entries are
+// consecutive there (up to the next head), so an inclusive segmented OR over the lanes (by
+// shuffles), with the bits carried from the step before for a block begun there, gives the
+// lane at a block's last position the whole bitmap. The tile's positions before its first head
+// belong to a block the previous tile's warp finishes: its last block runs on past the tile, at
+// most r*c <= 64 positions, up to the next head. Every bitmap is written once, by one store
+// where the array is aligned to bitmap_bytes (1, 2, 4 or 8: then so is every bitmap).
+constexpr std::int64_t tile_positions = 1024;
+
 __global__ void write_blocks(std::int64_t nnz, const std::uint8_t* head, const std::uint8_t* bit, const I* head_col,
                              const I* block_no, int w, I* block_col, std::uint8_t* bitmaps) {
   constexpr unsigned full_warp = 0xffffffffu;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  for (std::int64_t t0 = first_index() - lane; t0 < nnz; t0 += grid_stride()) {
-    const std::int64_t t = t0 + lane;
-    const bool inside = t < nnz;
-    const bool opens = inside && head[t] != 0;
-    // Past the end counts as a head: it closes the last block.
-    const unsigned heads = __ballot_sync(full_warp, opens || !inside);
-    std::uint64_t map = inside ? std::uint64_t{1} << bit[t] : 0;
-    // After the step of d, map holds the bits of [lane, min(lane + 2d, next head)): a lane adds
-    // its neighbour d lanes on while no head lies in lanes lane + 1 .. lane + d.
-    for (int d = 1; d < 32; d *= 2) {
-      const std::uint64_t more = __shfl_down_sync(full_warp, map, d);
-      if (lane + d < 32 && ((heads >> (lane + 1)) & ((1u << d) - 1u)) == 0) map |= more;
-    }
-    // The rest of the warp's last block, from the positions after the warp's.
-    std::uint64_t rest = 0;
-    const int last = heads != 0 ? 31 - __clz(static_cast<int>(heads)) : -1;
-    if (last >= 0 && t0 + 32 < nnz) {
-      for (std::int64_t u0 = t0 + 32;; u0 += 32) {
-        const std::int64_t u = u0 + lane;
-        const unsigned ends = __ballot_sync(full_warp, u >= nnz || head[u] != 0);
-        const int stop = ends != 0 ? __ffs(static_cast<int>(ends)) - 1 : 32;
-        const std::uint64_t mine = lane < stop ? std::uint64_t{1} << bit[u] : 0;
-        rest |= std::uint64_t{__reduce_or_sync(full_warp, static_cast<unsigned>(mine))} |
-                std::uint64_t{__reduce_or_sync(full_warp, static_cast<unsigned>(mine >> 32))} << 32;
-        if (ends != 0) break;
+  const auto lanes_to = [](int l) { return full_warp >> (31 - l); };  // lanes 0 .. l
+  const unsigned upto = lanes_to(lane);
+  for (std::int64_t tile = first_index() / 32; tile * tile_positions < nnz; tile += grid_stride() / 32) {
+    const std::int64_t end = min((tile + 1) * tile_positions, nnz);
+    std::uint64_t carry = 0;  // the bits so far of the block open at the step's start
+    I carry_col = 0;
+    bool open = false;  // whether that block is this warp's (begun in this tile)
+    for (std::int64_t s0 = tile * tile_positions; s0 < nnz; s0 += 32) {
+      if (s0 >= end && !open) break;  // past the tile only the open block is finished
+      const std::int64_t t = s0 + lane;
+      const bool inside = t < nnz, opens = inside && head[t] != 0;
+      const bool last = inside && (t + 1 == nnz || head[t + 1] != 0);
+      const unsigned heads = __ballot_sync(full_warp, opens);
+      std::uint64_t map = inside ? std::uint64_t{1} << bit[t] : 0;
+      // After the step of d, map holds the bits of the lanes (lane - 2d, lane] from the last
+      // head at or before the lane: add the lane d before while no head lies in (lane - d, lane].
+      for (int d = 1; d < 32; d *= 2) {
+        const std::uint64_t earlier = __shfl_up_sync(full_warp, map, d);
+        if (lane >= d && (heads & upto & ~lanes_to(lane - d)) == 0) map |= earlier;
       }
-    }
-    if (opens) {
-      if (lane == last) map |= rest;
-      const std::int64_t b = block_no[t] - 1;
-      block_col[b] = head_col[t];
-      for (int byte = 0; byte < w; ++byte) bitmaps[b * w + byte] = static_cast<std::uint8_t>(map >> (8 * byte));
+      const bool from_before = (heads & upto) == 0;  // the lane's block began before the step
+      const int head_lane = from_before ? 0 : 31 - __clz(static_cast<int>(heads & upto));
+      const I col = __shfl_sync(full_warp, opens ? head_col[t] : 0, head_lane);
+      if (from_before) map |= carry;
+      const I block_column = from_before ? carry_col : col;
+      if (last && (from_before ? open : s0 < end)) {
+        const std::int64_t b = block_no[t] - 1;
+        block_col[b] = block_column;
+        if (reinterpret_cast<std::uintptr_t>(bitmaps) % w != 0) {
+          for (int byte = 0; byte < w; ++byte) bitmaps[b * w + byte] = static_cast<std::uint8_t>(map >> (8 * byte));
+        } else {
+          switch (w) {
+            case 1: bitmaps[b] = static_cast<std::uint8_t>(map); break;
+            case 2: reinterpret_cast<std::uint16_t*>(bitmaps)[b] = static_cast<std::uint16_t>(map); break;
+            case 4: reinterpret_cast<std::uint32_t*>(bitmaps)[b] = static_cast<std::uint32_t>(map); break;
+            default: reinterpret_cast<std::uint64_t*>(bitmaps)[b] = map; break;
+          }
+        }
+      }
+      // The block open after the step: lane 31's, unless it ends there.
+      const bool owned = from_before ? open : s0 < end;
+      open = __shfl_sync(full_warp, static_cast<int>(inside && !last && owned), 31) != 0;
+      carry = __shfl_sync(full_warp, map, 31);
+      carry_col = __shfl_sync(full_warp, block_column, 31);
     }
   }
 }
@@ -99,7 +116,8 @@ mbr<V, I, device> csr_to_mbr(const csr<V, I, device>& a, const mbr_params& resol
   const I blocks = block_rows::read_back(out.block_row_ptr.data() + mb, ctx, who)[0];
   out.block_col_idx.resize(blocks);
   out.bitmaps.resize(static_cast<std::size_t>(blocks) * w);
-  write_blocks<<<launch_blocks(nnz, block_rows::threads), block_rows::threads, 0, stream_of(ctx)>>>(
+  write_blocks<<<launch_blocks((nnz + tile_positions - 1) / tile_positions * 32, block_rows::threads),
+                 block_rows::threads, 0, stream_of(ctx)>>>(
       nnz, order.head.data(), order.place.data(), order.head_col.data(), order.block_no.data(), w,
       out.block_col_idx.data(), out.bitmaps.data());
   block_rows::check_launch(who, "writing the blocks");
