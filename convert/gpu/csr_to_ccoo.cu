@@ -109,23 +109,32 @@ template <class B>
 constexpr B empty_key = std::numeric_limits<B>::max();
 constexpr int max_probes = 64;
 
-// Adds n to the count of `key` (not the empty key; hash = mix(key)).
+// Adds n to the count of `key` (not the empty key; hash = mix(key)) in a table of 2^log2 slots
+// (global or shared memory), probing at most `probes` slots from its home; false when none of
+// them holds the key or is free.
 template <class B>
-__device__ void table_add(const pattern_table<B>& t, B key, std::uint64_t hash, std::uint32_t n) {
-  const unsigned mask = (1u << t.log2_slots) - 1;
-  unsigned i = home(hash, t.log2_slots);
-  for (int probe = 0; probe < max_probes; ++probe, i = (i + 1) & mask) {
-    B k = *static_cast<volatile B*>(t.keys + i);
+__device__ bool probe_add(B* keys, std::uint32_t* counts, int log2, int probes, B key, std::uint64_t hash,
+                          std::uint32_t n) {
+  const unsigned mask = (1u << log2) - 1;
+  unsigned i = home(hash, log2);
+  for (int probe = 0; probe < probes; ++probe, i = (i + 1) & mask) {
+    B k = *static_cast<volatile B*>(keys + i);
     if (k == empty_key<B>) {
-      k = atomic_cas(t.keys + i, empty_key<B>, key);
+      k = atomic_cas(keys + i, empty_key<B>, key);
       if (k == empty_key<B>) k = key;
     }
     if (k == key) {
-      atomicAdd(t.counts + i, n);
-      return;
+      atomicAdd(counts + i, n);
+      return true;
     }
   }
-  atomicOr(t.info + info_overflow, 1ull);
+  return false;
+}
+
+// Adds n to the count of `key` in the global table, or marks it overflowed.
+template <class B>
+__device__ void table_add(const pattern_table<B>& t, B key, std::uint64_t hash, std::uint32_t n) {
+  if (!probe_add(t.keys, t.counts, t.log2_slots, max_probes, key, hash, n)) atomicOr(t.info + info_overflow, 1ull);
 }
 
 // Every block counts into a table of its own in shared memory, as large as a block may have
@@ -171,20 +180,7 @@ __device__ void block_add(const block_table<B>& s, const pattern_table<B>& t, B 
     atomicAdd(s.special, n);
     return;
   }
-  const unsigned mask = (1u << s.log2) - 1;
-  unsigned i = home(hash, s.log2);
-  for (int probe = 0; probe < shared_probes; ++probe, i = (i + 1) & mask) {
-    B k = *static_cast<volatile B*>(s.keys + i);
-    if (k == empty_key<B>) {
-      k = atomic_cas(s.keys + i, empty_key<B>, key);
-      if (k == empty_key<B>) k = key;
-    }
-    if (k == key) {
-      atomicAdd(s.counts + i, n);
-      return;
-    }
-  }
-  atomicOr(t.info + info_full, 1ull);
+  if (!probe_add(s.keys, s.counts, s.log2, shared_probes, key, hash, n)) atomicOr(t.info + info_full, 1ull);
 }
 
 // One value per lane (where `valid`): the lanes holding the same pattern add it at once,
