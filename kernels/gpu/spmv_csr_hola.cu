@@ -9,6 +9,10 @@
 //   shared memory, padded by one slot per thread's run so that reading a thread's run is free
 //   of bank conflicts. Same traffic to global memory, simpler code, and no power-of-two
 //   constraint on the entries per thread.
+// - Partial sums of rows shared between threads are combined by a segmented scan over the warp
+//   (one shared atomic per warp at most) rather than by shared atomics per thread, which the
+//   profile showed stalling the kernel on rows of ~20 entries; blocks of short rows sum a row
+//   per thread (see "Short rows").
 // - y = alpha*A*x + beta*y instead of y = A*x: the first kernel scales (instead of clears)
 //   exactly the rows that blocks add to atomically (rows a block starts in) and the empty rows;
 //   the core kernel writes every other row once, reading y only when beta != 0.
@@ -69,13 +73,6 @@ __device__ std::int64_t last_row_before(const I* ptr, std::int64_t lo, std::int6
   return lo;
 }
 
-// Sum of v over the warp (every lane active).
-template <class V>
-__device__ __forceinline__ V warp_sum(V v) {
-  for (int o = warp_size / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 // Algorithms 3-4 (CoreHola SpMV with AssignRowsLocal) for one block of npb entries.
 template <class V, class I>
 __global__ void __launch_bounds__(threads) hola_core(std::int64_t nnz, const I* __restrict__ ptr,
@@ -92,13 +89,34 @@ __global__ void __launch_bounds__(threads) hola_core(std::int64_t nnz, const I* 
   const std::int64_t block_start = static_cast<std::int64_t>(blockIdx.x) * npb;
   const std::int64_t block_end = min(block_start + npb, nnz);
   const int count = static_cast<int>(block_end - block_start);
-  const std::int64_t first_row = starts[blockIdx.x];
-  const std::int64_t last_row = last_row_before(ptr, first_row, static_cast<std::int64_t>(starts[blockIdx.x + 1]), block_end);
-  const std::int64_t local_rows = last_row - first_row + 1;
-
   // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
-  for (int l = tid; l < count; l += threads)
-    product[l + l / npt] = val[block_start + l] * x[col[block_start + l]];
+  // All npt column and value loads are issued before the first x load, and all of them before
+  // the block's rows are known: the row bounds below are a chain of dependent loads, which
+  // would otherwise delay every block's first data load.
+  {
+    I c[npt];
+    V v[npt];
+#pragma unroll
+    for (int i = 0; i < npt; ++i) {
+      const int l = tid + i * threads;
+      if (l < count) {
+        c[i] = col[block_start + l];
+        v[i] = val[block_start + l];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < npt; ++i) {
+      const int l = tid + i * threads;
+      if (l < count) product[l + l / npt] = v[i] * x[c[i]];
+    }
+  }
+  // The block's last row is the one holding the next block's first entry, unless a row begins
+  // exactly there: then it is the last non-empty row before it (found by a search, since
+  // empty rows may come between).
+  const std::int64_t first_row = starts[blockIdx.x];
+  std::int64_t last_row = starts[blockIdx.x + 1];
+  if (ptr[last_row] >= block_end) last_row = last_row_before(ptr, first_row, last_row - 1, block_end);
+  const std::int64_t local_rows = last_row - first_row + 1;
 
   if (local_rows > buffer_rows) {
     // Sec. 3.3, more rows than the buffer holds: each thread finds the row of its first entry,
@@ -125,11 +143,32 @@ __global__ void __launch_bounds__(threads) hola_core(std::int64_t nnz, const I* 
     return;
   }
 
+  // Short rows (a locally adaptive choice, sec. 3.2's spirit): where the block's rows average
+  // fewer than hola_short_row_entries entries, the bit masks, the buffer and the shared-row
+  // pass cost more per entry than they save; a thread per row sums its products from shared
+  // memory and writes y directly (rows shared with other blocks by atomic adds, as below).
+  if (count < hola_short_row_entries * local_rows) {
+    __syncthreads();
+    for (std::int64_t k = tid; k < local_rows; k += threads) {
+      const std::int64_t r = first_row + k;
+      const std::int64_t ra = ptr[r], rb = ptr[r + 1];
+      if (ra == rb) continue;  // empty rows were written by the first kernel
+      const int a = static_cast<int>(max(ra - block_start, std::int64_t{0}));
+      const int b = static_cast<int>(min(rb - block_start, static_cast<std::int64_t>(count)));
+      V sum = 0;
+      for (int l = a; l < b; ++l) sum += product[l + l / npt];
+      if (k == 0 || (k == local_rows - 1 && rb > block_end)) atomicAdd(y + r, alpha * sum);
+      else y[r] = alpha * sum + scaled(beta, y, r);
+    }
+    return;
+  }
+
   // Algorithm 4 (AssignRowsLocal): per local row, the threads whose first entry lies in it and
-  // the bit of the thread holding its last entry in this block.
+  // the bit of the thread holding its last entry in this block. Every non-empty local row gets
+  // exactly one bit (the block's last entry always ends its row here), so the summation writes
+  // each row of the buffer once and the buffer needs no clearing.
   row_end_bits[tid] = 0;
   if (tid < threads / warp_size) warp_has_empty[tid] = 0;
-  for (std::int64_t k = tid; k < local_rows; k += threads) buffer[k] = V(0);
   __syncthreads();
   for (std::int64_t k = tid; k < local_rows; k += threads) {
     const std::int64_t r = first_row + k;
@@ -146,37 +185,53 @@ __global__ void __launch_bounds__(threads) hola_core(std::int64_t nnz, const I* 
   }
   __syncthreads();
 
-  // Summation: a thread's run of npt products, writing each row it ends to the buffer.
+  // Summation: a thread's run of npt products. A row that begins and ends in the run is written
+  // to the buffer at once. The run's first row, when the run ends it, may have begun in lanes
+  // before: its sum (head) waits for their partial sums. What follows the run's last row end
+  // (carry) belongs to a row a later lane ends.
   const int p0 = tid * npt;
   const int n = max(0, min(npt, count - p0));
   const bool skip_empty = warp_has_empty[tid / warp_size] != 0;
   const unsigned bits = row_end_bits[tid];
   int row = n > 0 ? row_start[tid] : 0;
-  V sum = 0;
+  const int head_row = row;
+  V sum = 0, head = 0;
+  bool ends = false;
   for (int i = 0; i < n; ++i) {
     sum += product[p0 + i + (p0 + i) / npt];
     if (bits & (1u << i)) {
-      buffer[row] = sum;  // the one thread ending a row writes it; partial sums come later
+      if (ends) buffer[row] = sum;
+      else head = sum;
+      ends = true;
       sum = 0;
       ++row;
       if (skip_empty)  // the next entry's row: skip rows that end at or before it
         while (first_row + row < last_row && ptr[first_row + row + 1] <= block_start + p0 + i + 1) ++row;
     }
   }
-  __syncthreads();
 
-  // Shared rows (Algorithm 6's adaptivity): a thread whose run does not end its last row holds
-  // a partial sum of it. A warp whose lanes all hold partials of one row (a long row) reduces
-  // by shuffles and adds once; otherwise each lane adds its own.
-  const bool partial = n > 0 && !(bits & (1u << (n - 1)));
+  // Shared rows (Algorithm 6's purpose, by a warp segmented scan instead of shared-memory
+  // atomics per lane): carries[L] = the carries of the lanes from the last lane before L that
+  // ends a row up to L, inclusive. A lane ending a row adds carries[L - 1] to its head; the
+  // warp's last lane, if it ends no row there, leaves its carries to a later warp, which takes
+  // them by one atomic add after the barrier (after every plain write of the buffer).
   const int lane = tid % warp_size;
-  const int lane0_row = __shfl_sync(0xffffffffu, row, 0);
-  if (__all_sync(0xffffffffu, partial && row == lane0_row)) {
-    const V total = warp_sum(sum);
-    if (lane == 0) atomicAdd(&buffer[row], total);
-  } else if (partial) {
-    atomicAdd(&buffer[row], sum);
+  V carries = sum;
+  if (!__all_sync(0xffffffffu, ends || n == 0)) {  // some lane passes a row through
+    bool head_found = ends || n == 0;
+    for (int d = 1; d < warp_size; d *= 2) {
+      const V other = __shfl_up_sync(0xffffffffu, carries, d);
+      const bool other_found = __shfl_up_sync(0xffffffffu, head_found, d);
+      if (lane >= d && !head_found) {
+        carries += other;
+        head_found = other_found;
+      }
+    }
   }
+  const V carry_in = __shfl_up_sync(0xffffffffu, carries, 1);
+  if (ends) buffer[head_row] = head + (lane > 0 ? carry_in : V(0));
+  __syncthreads();
+  if (lane == warp_size - 1 && n > 0 && !(bits & (1u << (n - 1)))) atomicAdd(&buffer[row], carries);
   __syncthreads();
 
   // Output: the first row and a last row that continues into the next block are shared with

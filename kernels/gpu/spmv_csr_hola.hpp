@@ -17,6 +17,9 @@ namespace spconv::gpu {
 inline constexpr int hola_entries_per_thread = 8;
 inline constexpr int hola_block_threads = 256;
 inline constexpr int hola_entries_per_block = hola_entries_per_thread * hola_block_threads;
+// A block whose rows average fewer entries than this sums a row per thread instead of by bit
+// masks (spmv_csr_hola.cu, "Short rows").
+inline constexpr int hola_short_row_entries = 4;
 
 template <class V, class I>
 void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);

@@ -250,6 +250,16 @@ TEST(GpuHola, RowsSpanningBlocksAndEndingOnBlockBoundaries) {
   std::vector<std::int64_t> mixed;
   for (int r = 0; r < 5000; ++r) mixed.push_back(r % 97 == 0 ? 3000 : r % 5);
   check_hola(rows_of_lengths(mixed, 4000), ctx);
+  // Rows of 1-41 entries: runs that pass a row through to the next lane, rows ending across
+  // warps (the segmented scan of the shared rows); then blocks alternating between rows of 1-3
+  // entries (the thread-per-row path) and of 20-40 (the bit-mask path), and a block of short
+  // rows holding the end of a long one.
+  std::vector<std::int64_t> spanning, alternating;
+  for (int r = 0; r < 20000; ++r) spanning.push_back(r * 7 % 41 + 1);
+  for (int r = 0; r < 30000; ++r) alternating.push_back(r / 1500 % 2 ? 20 + r % 21 : 1 + r % 3);
+  alternating[4000] = 3 * b / 2;
+  check_hola(rows_of_lengths(spanning, 7000), ctx);
+  check_hola(rows_of_lengths(alternating, 9000), ctx);
 }
 
 TEST(GpuHola, EmptyRowsInsideAndBetweenBlocks) {
