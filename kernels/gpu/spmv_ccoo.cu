@@ -151,7 +151,7 @@ struct group_loader {
 // the device, launched once): the value table is staged in shared memory once per block
 // instead of once per chunk, and the per-block start-up is paid once per ~100 chunks.
 template <class V, int K>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, 8)
     chunk_products(chunks_view m, std::int64_t chunks, const V* table, int table_size, V alpha,
                    const V* __restrict__ x, V* y) {
   __shared__ V s_table[ccoo_table_capacity];
