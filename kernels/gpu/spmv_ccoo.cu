@@ -150,6 +150,9 @@ struct group_loader {
 // The block loops over chunks blockIdx.x, blockIdx.x + gridDim.x, ... (enough blocks to fill
 // the device, launched once): the value table is staged in shared memory once per block
 // instead of once per chunk, and the per-block start-up is paid once per ~100 chunks.
+// Eight blocks per SM (at most 32 registers): a chunk's loads wait on one another, so the
+// kernel hides latency by occupancy (Nsight Compute: long_scoreboard stalls dominate; loading
+// the next chunk's header or blob ahead, which costs registers or shared memory, was slower).
 template <class V, int K>
 __global__ void __launch_bounds__(block_threads, 8)
     chunk_products(chunks_view m, std::int64_t chunks, const V* table, int table_size, V alpha,
