@@ -9,6 +9,8 @@
 //   resolve_params(any_matrix, "fmt", convert_options)  the parameters convert would choose
 //   read_container_info(path)                           io/hdf5/container.hpp: shape, types and
 //                                                       stored formats without reading arrays
+//   quiet_hdf5_errors()                                 io/hdf5/container.hpp: HDF5's error
+//                                                       printing off process-wide (untrusted files)
 //   cpu::spmv(A, alpha, x, beta, y)                     y = alpha*A*x + beta*y on the host, on an
 //                                                       any_matrix or any typed format
 //   cpu::spmv_max_rel_error / cpu::spmv_tolerance       kernels/cpu/spmv_csr.hpp: the accuracy rule

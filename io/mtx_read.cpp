@@ -25,15 +25,12 @@
 
 #include "formats/parallel.hpp"
 #include "io/mtx_detail.hpp"
+#include "io/physical_memory.hpp"
 
 namespace spconv {
 namespace {
 namespace fs = std::filesystem;
 using namespace mtx_detail;
-
-double physical_memory_bytes() {
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-}
 
 // ---- 1. the file's bytes ---------------------------------------------------------------
 
@@ -554,17 +551,17 @@ mtx_data read_mtx(const fs::path& path, const mtx_read_options& opt) {
                   " does not fit int32 indices");
     index = opt.index;
   }
-  // Refuse what cannot be held before allocating: the COO, then the CSR built from it
-  // (row pointers included), side by side.
+  // Refuse what cannot be held before allocating: the COO, then the CSR built from it, side by
+  // side, and per row both the row pointer and the count cpu::coo_to_csr keeps beside it (a
+  // size line of 2^31 rows over a few entries needs 34 GB for those alone).
   const double index_bytes = index == index_type::i32 ? 4 : 8, value_bytes = opt.values == value_type::f32 ? 4 : 8;
   const double need = 2.0 * static_cast<double>(bound) * (2 * index_bytes + value_bytes) +
-                      (static_cast<double>(h.rows) + 1) * index_bytes;
+                      2.0 * (static_cast<double>(h.rows) + 1) * index_bytes;
   if (need > physical_memory_bytes())
     fail_at(errc::bad_input, path, h.header_lines,
             "a " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + " matrix with " + std::to_string(bound) +
-                " entries needs " + std::to_string(static_cast<long long>(need / 1e9)) +
-                " GB as COO and CSR, more than this machine's " +
-                std::to_string(static_cast<long long>(physical_memory_bytes() / 1e9)) + " GB of memory");
+                " entries needs " + gigabytes(need) + " as COO and CSR, more than this machine's " +
+                gigabytes(physical_memory_bytes()) + " of memory");
 
   const context cx{&path, h.rows, h.cols, ph.symmetry};
   if (opt.values == value_type::f32) {

@@ -8,11 +8,13 @@
 
 #include "formats/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/hdf5/container.hpp"
 #include "tools/commands.hpp"
 
 int main(int argc, char** argv) {
   using namespace spconv;
   install_cleanup_on_signals();  // an interrupted write leaves no temporary file behind
+  quiet_hdf5_errors();           // HDF5 failures reach the user as spconv's own messages
   CLI::App app{
       "spconv " SPCONV_VERSION " - convert sparse matrices between CSR, COO, CMRS, MBR, CSR5, BCSR, HYB and compressed COO and store them in HDF5\n"
       "\n"

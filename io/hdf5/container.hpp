@@ -51,6 +51,13 @@ struct container_info {
   std::vector<stored_format> formats;
 };
 
+// Turns HDF5's automatic error printing off for the whole process: for programs that report
+// every HDF5 failure through spconv's errors (the spconv tool). spconv's calls silence it
+// anyway while they run and restore the caller's handler afterwards; but HDF5 1.10 fails
+// internally while shutting down after it has read a damaged metadata block, and with a
+// handler set it then prints "HDF5: infinite loop closing library" at exit.
+void quiet_hdf5_errors();
+
 // Root attributes and the list of groups, checked but without reading arrays.
 container_info read_container_info(const std::filesystem::path& path);
 
