@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <zstd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -854,6 +857,14 @@ TEST_F(ContainerLies, TruncatedFile) {
 // back silently as other names and numbers, and damaged headers were parsed out of bounds.
 TEST_F(ContainerLies, EveryFlippedByteIsRefusedOrChangesNothing) {
   quiet_hdf5_errors();  // as the spconv tool does: no HDF5 shutdown noise after damaged reads
+#ifdef __SANITIZE_ADDRESS__
+  // libhdf5 1.10.8 keeps ~390 bytes of every metadata block that fails its checksum (one per
+  // refused read here, with every identifier of ours closed): not ours to free, so the
+  // sanitizer build does not count this test's allocations as leaks. HDF5 recycles blocks
+  // through free lists: emptied first, so that the blocks it keeps are allocated from here on.
+  __lsan::ScopedDisabler hdf5_keeps_failed_blocks;
+  H5garbage_collect();
+#endif
   container_meta meta;
   meta.source_name = "m.mtx";
   meta.source_checksum = "crc32:01234567";
