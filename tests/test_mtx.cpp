@@ -22,6 +22,7 @@
 
 #include "convert/cpu/csr_coo.hpp"
 #include "io/mtx.hpp"
+#include "io/physical_memory.hpp"
 #include "tests/support/matrices.hpp"
 
 using namespace spconv;
@@ -390,8 +391,8 @@ TEST(MtxMalformed, RowPointersAndRowCountsBeyondMemory) {
   // CSR needs a row pointer and, while converting, a count per row: rows whose pointers
   // alone fit this machine's memory, but not twice over, are refused before allocating (they
   // were read, then killed for memory: 2^31 rows over one entry took 78 s to die here).
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  const auto rows = std::max<std::int64_t>(std::int64_t{1} << 31, static_cast<std::int64_t>(0.75 * memory / 8));
+  const auto rows =
+      std::max<std::int64_t>(std::int64_t{1} << 31, static_cast<std::int64_t>(0.75 * physical_memory_bytes() / 8));
   expect_bad(banner + std::to_string(rows) + " 3 1\n1 1 1\n", errc::bad_input, 2, "GB of memory");
 }
 
