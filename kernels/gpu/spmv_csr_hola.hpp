@@ -18,8 +18,10 @@ inline constexpr int hola_entries_per_thread = 8;
 inline constexpr int hola_block_threads = 256;
 inline constexpr int hola_entries_per_block = hola_entries_per_thread * hola_block_threads;
 // A block whose rows average fewer entries than this sums a row per thread instead of by bit
-// masks (spmv_csr_hola.cu, "Short rows").
-inline constexpr int hola_short_row_entries = 4;
+// masks (spmv_csr_hola.cu, "Short rows"); it also bounds the rows of the other path's shared
+// buffer (npb / 10). The same mean row length as csr_scalar_below: on the H100 (double,
+// replicated set) 10 gave 1.07x cuSPARSE in geometric mean, 6 1.06x, 16 1.08x (within noise).
+inline constexpr int hola_short_row_entries = 10;
 
 template <class V, class I>
 void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
