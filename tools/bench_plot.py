@@ -34,6 +34,16 @@ def baseline_of(data, dev):
     return "baseline"
 
 
+def speedup_labels(data):
+    """The settings' formats, each followed by the other kernels run on it ("csr:hola")."""
+    seen = {r["format"] for r in data["results"]}
+    out = []
+    for f in data["settings"]["formats"]:
+        out.append(f)
+        out += sorted(x for x in seen if x.startswith(f + ":"))
+    return out
+
+
 def title(data):
     m = data["machine"]
     where = m["gpu"] if m.get("gpu") else m["cpu"]
@@ -51,7 +61,7 @@ def save(fig, out_dir, name):
 
 def plot_speedup(plt, data, devices, colors, out_dir):
     matrices = [m["name"] for m in data["matrices"]]
-    formats = data["settings"]["formats"]
+    formats = speedup_labels(data)
     width = max(8.0, 0.5 * len(matrices) * max(1, len(formats)) * 0.25 + 3)
     fig, axes = plt.subplots(len(devices), 1, figsize=(width, 4.2 * len(devices)), squeeze=False)
     bar = 0.8 / max(1, len(formats))
@@ -72,7 +82,7 @@ def plot_speedup(plt, data, devices, colors, out_dir):
         ax.set_xticklabels(matrices, rotation=60, ha="right", fontsize=7)
         ax.set_xlim(-0.6, len(matrices) - 0.4)
         ax.grid(axis="y", which="both", alpha=0.3)
-        ax.legend(ncol=min(len(formats), 8), fontsize=7, loc="upper left")
+        ax.legend(ncol=min(len(formats), 10), fontsize=7, loc="upper left")
     axes[0, 0].set_title(title(data) + ": SpMV speedup (above 1: faster than the baseline)", fontsize=9)
     save(fig, out_dir, "speedup")
     plt.close(fig)
@@ -149,7 +159,7 @@ def main(argv):
         print("bench_plot.py: no result passed its check: nothing to plot", file=sys.stderr)
         return 0
     cmap = plt.get_cmap("tab10")
-    colors = {f: cmap(i % 10) for i, f in enumerate(data["settings"]["formats"])}
+    colors = {f: cmap(i % 10) for i, f in enumerate(speedup_labels(data))}
     plot_speedup(plt, data, devices, colors, argv[2])
     plot_conversion(plt, data, devices, colors, argv[2])
     plot_bytes(plt, data, devices, colors, argv[2])
