@@ -19,7 +19,9 @@
 //   to_device(m) / to_host(m)                           formats/device_array.hpp, any_device_matrix.hpp
 //   gpu::convert(any_device_matrix, "fmt", opt, ctx)    convert/gpu/graph.hpp
 //   gpu::spmv(A, alpha, x, beta, y, ctx)                kernels/gpu/spmv_any.hpp and spmv_X.hpp:
-//                                                       A, x, y in device memory, queued on ctx
+//                                                       A, x, y in device memory, queued on ctx;
+//                                                       CSR: csr_method::hola/cusparse as a 7th
+//                                                       argument instead of our row kernel
 //
 // Errors: every call throws spconv::error (formats/error.hpp), whose code() is the category:
 // errc::usage (bad arguments: unknown format name, existing output without force),
