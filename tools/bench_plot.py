@@ -59,9 +59,9 @@ def save(fig, out_dir, name):
     print("bench_plot.py: wrote " + ", ".join(paths))
 
 
-def plot_speedup(plt, data, devices, colors, out_dir):
+def plot_speedup(plt, data, devices, formats, colors, out_dir):
+    """formats: speedup_labels(data)."""
     matrices = [m["name"] for m in data["matrices"]]
-    formats = speedup_labels(data)
     width = max(8.0, 0.5 * len(matrices) * max(1, len(formats)) * 0.25 + 3)
     fig, axes = plt.subplots(len(devices), 1, figsize=(width, 4.2 * len(devices)), squeeze=False)
     bar = 0.8 / max(1, len(formats))
@@ -159,8 +159,9 @@ def main(argv):
         print("bench_plot.py: no result passed its check: nothing to plot", file=sys.stderr)
         return 0
     cmap = plt.get_cmap("tab10")
-    colors = {f: cmap(i % 10) for i, f in enumerate(speedup_labels(data))}
-    plot_speedup(plt, data, devices, colors, argv[2])
+    labels = speedup_labels(data)
+    colors = {f: cmap(i % 10) for i, f in enumerate(labels)}
+    plot_speedup(plt, data, devices, labels, colors, argv[2])
     plot_conversion(plt, data, devices, colors, argv[2])
     plot_bytes(plt, data, devices, colors, argv[2])
     return 0
