@@ -5,10 +5,10 @@
 // into registers and the R x C products unroll.
 #include <cuda_runtime.h>
 
-#include <bit>
 #include <string>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/spmv.hpp"
 #include "kernels/gpu/spmv_bcsr.hpp"
 
 namespace spconv::gpu {
@@ -111,9 +111,7 @@ kernel_fn<V> pick(int r, int c) {
 }  // namespace
 
 int bcsr_lanes_per_block_row(std::int64_t block_rows, std::int64_t nblocks) {
-  if (block_rows <= 0 || nblocks <= block_rows) return 1;
-  const std::int64_t mean = (nblocks + block_rows - 1) / block_rows;
-  return static_cast<int>(std::bit_ceil(static_cast<std::uint64_t>(mean < warp_size ? mean : warp_size)));
+  return csr_vector_lanes(block_rows, nblocks);
 }
 
 template <class V>
