@@ -204,8 +204,39 @@ TEST(CmrsSpmv, WorkedExampleExactValues) {
 
 // ---- parameters and refusals ---------------------------------------------------------
 
+// Rows of 8 entries: strips of the paper's heights already hold 32 entries or more.
+csr<double, std::int32_t> rows_of_eight() {
+  csr<double, std::int32_t> a;
+  a.rows = a.cols = 8;
+  for (int r = 0; r < 8; ++r) {
+    a.row_ptr.push_back(8 * r);
+    for (int c = 0; c < 8; ++c) {
+      a.col_idx.push_back(c);
+      a.values.push_back(r + c + 1.0);
+    }
+  }
+  a.row_ptr.push_back(64);
+  return a;
+}
+
+TEST(CmrsParams, AutomaticHeightFillsAStripForEachWarp) {
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 200, 8), 16);  // mean 2: 16 rows of 2
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 300, 8), 11);  // mean 3: ceil(32 / 3)
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 500, 8), 7);   // mean 5
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 700, 8), 5);   // mean 7
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 800, 8), 4);   // mean 8: the paper's double height
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 500, 4), 7);   // float, mean 5
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 700, 4), 6);   // float: at least sec. 6.3's 6
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 1000000, 8), 4);  // long rows: the paper's height
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 10, 8), 16);   // mostly empty rows: at most 16
+  EXPECT_EQ(cpu::cmrs_automatic_height(0, 0, 8), 4);       // empty matrices
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 0, 4), 6);
+  // 2^31 - 1 rows of one entry each: no overflow in 32 * rows.
+  EXPECT_EQ(cpu::cmrs_automatic_height(2147483647, 2147483647, 8), 16);
+}
+
 TEST(CmrsParams, AutomaticChoicesFollowThePaper) {
-  const auto a = example();
+  const auto a = rows_of_eight();
   const auto f = test::cast_values<float>(a);
   auto p = cpu::resolve_cmrs_params(f, P(0, 0));
   EXPECT_EQ(p.height, 6);  // sec. 6.3, K20M float
@@ -213,6 +244,9 @@ TEST(CmrsParams, AutomaticChoicesFollowThePaper) {
   EXPECT_FALSE(p.sort_columns);
   p = cpu::resolve_cmrs_params(a, P(0, 0));
   EXPECT_EQ(p.height, 4);  // sec. 6.3, K20M double
+  // Short rows (13 entries in 6 rows): ceil(32 * 6 / 13) = 15 rows per strip.
+  EXPECT_EQ(cpu::resolve_cmrs_params(example(), P(0, 0)).height, 15);
+  EXPECT_EQ(cpu::resolve_cmrs_params(test::cast_values<float>(example()), P(0, 0)).height, 15);
   p = cpu::resolve_cmrs_params(a, P(0, 8));
   EXPECT_EQ(p.height, 16);  // sec. 6.7 / appendix 10: HEIGHT = 16
   EXPECT_EQ(p.modulo, 8);
@@ -222,6 +256,7 @@ TEST(CmrsParams, AutomaticChoicesFollowThePaper) {
   EXPECT_TRUE(p.sort_columns);
   // The stored parameters are the resolved ones.
   EXPECT_TRUE(params_equal(cpu::csr_to_cmrs(a, P(0, 0)).params, P(4, 32)));
+  EXPECT_TRUE(params_equal(cpu::csr_to_cmrs(example(), P(0, 0)).params, P(15, 32)));
 }
 
 TEST(CmrsParams, BadRequestsAreUsageErrors) {

@@ -10,11 +10,26 @@ namespace spconv::cpu {
 // The automatic choices, for the fields a request leaves at 0:
 //   modulo: 32, the basic layout (the sec. 6.7 reordering is opt-in: it pads);
 //   height: with modulo < 32, 16 (sec. 6.7 and appendix 10 run HEIGHT = 16 with M = 8);
-//           otherwise 6 for float and 4 for double, the optimal strip heights sec. 6.3
-//           reports for the paper's newest GPU (K20M, Kepler); the optimum is set by how
-//           much shared memory (height values per thread) the occupancy allows.
+//           otherwise cmrs_automatic_height below.
 // Throws errc::usage for height outside 1..16, modulo not in {2, 4, 8, 16, 32},
 // height * modulo < 32 with modulo < 32, or sort_columns with modulo < 32.
+template <class V>
+cmrs_params resolve_cmrs_params(const csr<V, std::int32_t>& a, cmrs_params requested);
+
+// Entries a strip should hold at least: one per lane of the warp that reads it. Sec. 5's
+// eq. 5.1, f(h, mu) = 1 + (lambda - b) / (h mu b), is the bytes moved per byte used; with
+// the segment of sec. 6.7 (lambda = 256 bytes, b = 8 for double) f falls to ~2 at h mu = 32
+// and eq. 5.2 gives a speed-up of nearly h over one row per warp while mu <= 5.
+inline constexpr std::int64_t cmrs_strip_entries = 32;
+
+// The automatic height of the basic layout: the smallest height whose strips hold
+// cmrs_strip_entries entries at the mean row length (ceil(32 rows / nnz)), at least the
+// height sec. 6.3 found optimal on the K20M (6 for float, 4 for double: there the shared
+// buffer of height values per thread capped the occupancy), at most 16 (sec. 5: beyond it
+// eq. 5.2 gains little; 4 row bits). An H100 multiprocessor has 228 KB of shared memory, so
+// the height-16 buffer (32 KB per 256 threads in double) still leaves 7 blocks per SM.
+int cmrs_automatic_height(std::int64_t rows, std::int64_t nnz, int value_bytes);
+
 template <class V>
 cmrs_params resolve_cmrs_params(const csr<V, std::int32_t>& a, cmrs_params requested);
 

@@ -177,13 +177,23 @@ void build_reordered(const csr<V, std::int32_t>& a, cmrs<V>& out, std::int64_t s
 
 }  // namespace
 
+int cmrs_automatic_height(std::int64_t rows, std::int64_t nnz, int value_bytes) {
+  const std::int64_t paper = value_bytes == 4 ? 6 : 4;  // sec. 6.3, K20M
+  if (rows <= 0 || nnz <= 0) return static_cast<int>(paper);
+  // rows <= 2^31 and cmrs_strip_entries = 32: the product fits easily.
+  const std::int64_t fill = (cmrs_strip_entries * rows + nnz - 1) / nnz;
+  return static_cast<int>(std::clamp<std::int64_t>(fill, paper, cmrs_max_height));
+}
+
 template <class V>
-cmrs_params resolve_cmrs_params(const csr<V, std::int32_t>&, cmrs_params p) {
+cmrs_params resolve_cmrs_params(const csr<V, std::int32_t>& a, cmrs_params p) {
   if (p.modulo == 0) p.modulo = cmrs_warp;
   if (p.modulo != 2 && p.modulo != 4 && p.modulo != 8 && p.modulo != 16 && p.modulo != cmrs_warp)
     fail(errc::usage, "cmrs: modulo = " + std::to_string(p.modulo) +
                           " is not one of 2, 4, 8, 16, 32 (0: automatic, 32 = basic layout)");
-  if (p.height == 0) p.height = p.modulo < cmrs_warp ? cmrs_max_height : std::is_same_v<V, float> ? 6 : 4;
+  if (p.height == 0)
+    p.height = p.modulo < cmrs_warp ? cmrs_max_height
+                                    : cmrs_automatic_height(a.rows, a.nnz(), static_cast<int>(sizeof(V)));
   if (p.height < 1 || p.height > cmrs_max_height)
     fail(errc::usage, "cmrs: height = " + std::to_string(p.height) + " is out of range [1, 16] (0: automatic)");
   if (p.modulo < cmrs_warp && p.height * p.modulo < cmrs_warp)
