@@ -250,7 +250,7 @@ device_figures measure_cpu(const problem<V>& p, const settings& s, storage_meter
   progress("cpu baseline");
   d.baseline_spmv = sample(s.repeat, true, [&] { cpu::spmv(a, V(1), p.x.data(), V(0), y.data()); });
   d.bandwidth = probe_memory_bandwidth(bytes(a), s.repeat);
-  convert_options opt;
+  convert_options opt = s.options;
   opt.csr5_for = csr5_target::cpu;  // the SpMV timed here is the CPU's: CSR5's CPU tile rule
   for (const auto& name : s.formats) {
     progress("cpu " + name);
@@ -409,7 +409,7 @@ struct runner::gpu_state {
     d.baseline_spmv = batches(ctx, d.batch, s.repeat, cusparse);
     d.bandwidth = measure_copy_bandwidth(ctx, device_bytes(da));
 
-    convert_options base;
+    convert_options base = s.options;
     base.csr5_for = csr5_target::gpu;
     const std::vector<V> nan(dy.size(), std::numeric_limits<V>::quiet_NaN());
     // One row per format; CSR also gets a row for HOLA-SpMV (kernels/gpu/spmv_csr_hola.hpp),

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "convert/graph.hpp"
 #include "formats/any_matrix.hpp"
-
 #include "formats/types.hpp"
 
 namespace spconv::bench {
@@ -38,6 +38,8 @@ struct settings {
   std::int64_t scale_to = 0;    // replicate each matrix along the diagonal to at least this many entries
   bool storage = true;          // container sizes and load times
   std::filesystem::path tmp_dir;  // where the containers measured are written (and removed)
+  convert_options options;        // format parameters for every matrix (0: automatic); csr5_for is
+                                  // set per device measured
   std::function<void(const std::string&)> progress;  // told what is measured next (may be empty)
 };
 

@@ -15,6 +15,7 @@
 #include "tools/bench_measure.hpp"
 #include "tools/bench_report.hpp"
 #include "tools/commands.hpp"
+#include "tools/format_options.hpp"
 
 #ifdef SPCONV_HAVE_CUDA
 #include "formats/device.hpp"
@@ -207,6 +208,9 @@ command add_bench(CLI::App& app) {
                   "also writes DIR/bench.json unless --json is given");
   sub->add_flag("--no-storage", o->no_storage, "skip container sizes and load times (and the Matrix Market parse)");
   sub->add_option("--tmp", o->tmp, "directory for the temporary containers (default: the system's)");
+  // The format parameters of `convert` (for every matrix; absent: the automatic rules). The
+  // device measured decides CSR5's tile rule, so there is no --for.
+  auto params = add_format_options(*sub, false);
   sub->footer(
       "Per matrix and format, on each device: CSR -> X and X -> CSR time; SpMV time (median and\n"
       "minimum of --repeat samples after a warm-up), GFLOP/s, effective GB/s over the bytes the\n"
@@ -221,12 +225,14 @@ command add_bench(CLI::App& app) {
       "  spconv bench ../shared/matrices/real --formats csr,hyb,csr5 --csv out.csv\n"
       "  spconv bench matrix.mtx --device both --json out.json --plot plots/\n"
       "  spconv bench ../shared/matrices/real --device gpu --scale-to 50000000\n"
-      "  spconv bench --generate stencil27:203 --device gpu --no-storage");
+      "  spconv bench --generate stencil27:203 --device gpu --no-storage\n"
+      "  spconv bench ../shared/matrices/real --device gpu --formats cmrs,bcsr --height 8 --block 2x2");
 
-  return {sub, [o] {
+  return {sub, [o, params] {
             // Everything that can be refused is refused before the first measurement.
             bench::settings s;
             s.formats = parse_formats(o->formats);
+            params(s.options);
             s.values = parse_value_type(o->type);
             if (o->device == "cpu") {
               s.cpu = true;

@@ -35,7 +35,7 @@ std::pair<std::int32_t, std::int32_t> parse_pair(const std::string& s, const cha
 
 }  // namespace
 
-std::function<void(convert_options&)> add_format_options(CLI::App& sub) {
+std::function<void(convert_options&)> add_format_options(CLI::App& sub, bool with_target) {
   struct values {
     std::int32_t height = 0, modulo = 0, omega = 0, sigma = 0;
     std::int64_t ell_width = 0;
@@ -50,11 +50,12 @@ std::function<void(convert_options&)> add_format_options(CLI::App& sub) {
   sub.add_option("--block", v->block, "mbr, bcsr: block size RxC (e.g. 4x4)")->group(group);
   sub.add_option("--omega", v->omega, "csr5: tile width")->group(group);
   sub.add_option("--sigma", v->sigma, "csr5: tile height")->group(group);
-  sub.add_option("--for,--csr5-for", v->csr5_for,
-                 "the processor the SpMV will run on, gpu or cpu: picks --to auto's format and csr5's automatic "
-                 "omega/sigma")
-      ->check(CLI::IsMember({"gpu", "cpu"}))
-      ->group(group);
+  if (with_target)
+    sub.add_option("--for,--csr5-for", v->csr5_for,
+                   "the processor the SpMV will run on, gpu or cpu: picks --to auto's format and csr5's automatic "
+                   "omega/sigma")
+        ->check(CLI::IsMember({"gpu", "cpu"}))
+        ->group(group);
   sub.add_option("--ell-width", v->ell_width, "hyb: ELL width")->group(group);
   sub.add_option("--chunk", v->chunk, "ccoo: chunk shape BxK (e.g. 256x4)")->group(group);
   return [v](convert_options& o) {
