@@ -12,9 +12,17 @@
 
 namespace spconv::gpu {
 
-// y = alpha*A*x + beta*y; x has a.cols elements, y a.rows. Same bits as cpu::spmv(const mbr&).
+// y = alpha*A*x + beta*y; x has a.cols elements, y a.rows. Block heights 1, 2, 4 and 8: a
+// group of mbr_lanes_per_block_row lanes per block row; with one lane, or another height (a
+// thread per matrix row), the same bits as cpu::spmv(const mbr&); with more lanes within the
+// CSR reference's tolerance (the lanes' partial sums are added by a shuffle tree).
 template <class V>
 void spmv(const mbr<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+
+// Lanes per block row of the SpMV's block-row kernel: CSR's rule (csr_vector_lanes,
+// kernels/gpu/spmv.hpp) with the block as the unit, by the mean number of blocks per block
+// row m: one lane below 10, a warp from 64, else the largest power of two not above m.
+int mbr_lanes_per_block_row(std::int64_t block_rows, std::int64_t nblocks);
 
 // Y = alpha*A*X + beta*Y for k >= 1 vectors (k < 1: errc::usage): X row-major a.cols x k, Y
 // row-major a.rows x k, as cpu::spmm; vectors are taken 8 at a time (one kernel per group).
