@@ -12,6 +12,7 @@ namespace {
 
 constexpr int block_threads = 256;  // a multiple of the warp, so warps never straddle blocks
 constexpr int warp_size = 32;
+constexpr int csr_batch = 4;  // entries whose loads a lane issues together
 
 // beta == 0 writes y without reading it (BLAS semantics: y may be uninitialised or NaN).
 template <class V>
@@ -35,10 +36,28 @@ __global__ void __launch_bounds__(block_threads)
                                   (warp_size / L);
   for (std::int64_t r = first, w = warp_first; w < rows; r += vectors, w += vectors) {
     V sum = 0;
-    if (r < rows)
-      // 64-bit k: k + L must not overflow a 32-bit index near its maximum.
-      for (std::int64_t k = static_cast<std::int64_t>(ptr[r]) + lane, end = ptr[r + 1]; k < end; k += L)
-        sum += val[k] * x[col[k]];
+    if (r < rows) {
+      // 64-bit k: k + L must not overflow a 32-bit index near its maximum. Entries are taken
+      // csr_batch at a time: all their column and value loads are issued, then their x
+      // loads, then the adds (in the entries' order), so a lane has csr_batch loads in flight
+      // instead of one chain of col -> x -> add per entry.
+      std::int64_t k = static_cast<std::int64_t>(ptr[r]) + lane;
+      const std::int64_t end = ptr[r + 1];
+      for (; k + (csr_batch - 1) * L < end; k += csr_batch * L) {
+        I c[csr_batch];
+        V v[csr_batch], xv[csr_batch];
+#pragma unroll
+        for (int b = 0; b < csr_batch; ++b) {
+          c[b] = col[k + b * L];
+          v[b] = val[k + b * L];
+        }
+#pragma unroll
+        for (int b = 0; b < csr_batch; ++b) xv[b] = x[c[b]];
+#pragma unroll
+        for (int b = 0; b < csr_batch; ++b) sum += v[b] * xv[b];
+      }
+      for (; k < end; k += L) sum += val[k] * x[col[k]];
+    }
     for (int offset = L / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset, L);
     if (lane == 0 && r < rows) y[r] = combine(alpha, sum, beta, y, r);
   }
