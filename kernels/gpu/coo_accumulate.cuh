@@ -4,35 +4,116 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "formats/device.hpp"
 
 namespace spconv::gpu::detail {
 
-// A warp per 32 consecutive entries: an inclusive segmented scan by shuffles (lane k adds the
-// partial sum d lanes up while that lane holds the same row: rows are sorted, so the lanes in
-// between do too), then the last lane of each row piece adds it to y atomically. The order of
-// the additions therefore varies from run to run (within the bound of specs/gpu.md).
-template <class V, class I>
-__global__ void coo_accumulate(std::int64_t n, const I* __restrict__ row, const I* __restrict__ col,
-                               const V* __restrict__ val, V alpha, const V* __restrict__ x, V* y) {
-  constexpr int warp = 32;
-  const int lane = static_cast<int>(threadIdx.x % warp);
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) - lane; base < n;
-       base += step) {
-    const std::int64_t e = base + lane;
-    const bool in = e < n;
-    const I r = in ? row[e] : I(-1);
-    V sum = in ? val[e] * x[col[e]] : V(0);
-    for (int d = 1; d < warp; d *= 2) {
-      const V other = __shfl_up_sync(0xffffffffu, sum, d);
-      const I other_row = __shfl_up_sync(0xffffffffu, r, d);
-      if (lane >= d && other_row == r) sum += other;
+// Consecutive entries per lane: a warp takes a tile of 32 * coo_per_lane entries.
+inline constexpr int coo_per_lane = 4;
+
+// out[k] = p[e0 + k] for k < coo_per_lane. `vector`: the run lies inside the array and p + e0
+// is 16-byte aligned, so it is read as 16-byte words (one or two per array); otherwise element
+// by element, entries at or past n left as they are.
+template <class T>
+__device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e0, std::int64_t n, bool vector,
+                                         T (&out)[coo_per_lane]) {
+  constexpr int words = coo_per_lane * static_cast<int>(sizeof(T)) / 16;
+  static_assert(words * 16 == coo_per_lane * static_cast<int>(sizeof(T)), "a run is whole 16-byte words");
+  if (vector) {
+    const uint4* q = reinterpret_cast<const uint4*>(p + e0);
+#pragma unroll
+    for (int w = 0; w < words; ++w) {
+      const uint4 word = __ldg(q + w);
+      std::memcpy(reinterpret_cast<char*>(out) + 16 * w, &word, 16);
     }
-    const I next_row = __shfl_down_sync(0xffffffffu, r, 1);
-    if (in && (lane == warp - 1 || next_row != r)) atomicAdd(y + r, alpha * sum);
+  } else {
+#pragma unroll
+    for (int k = 0; k < coo_per_lane; ++k)
+      if (e0 + k < n) out[k] = p[e0 + k];
+  }
+}
+
+// A warp per tile of 32 * coo_per_lane consecutive entries, coo_per_lane consecutive entries
+// per lane (read as 16-byte words where the tile is whole and the arrays aligned):
+//  1. each lane sums its entries row by row: a row that starts and ends inside the lane
+//     belongs to it alone and is added to y at once; the lane keeps the sum of its first row
+//     piece (head) and of its last (tail);
+//  2. an inclusive segmented scan of the tails across the warp by shuffles (lane k adds the
+//     tail d lanes up while that lane's tail row is its own: rows are sorted, so the lanes in
+//     between hold only that row), so the lane where a row ends holds the row's sum over
+//     the lanes before it;
+//  3. the lane where a row ends adds it to y: with atomicAdd when the row may also have
+//     entries in another warp's tile (the tile's first or last row), else a plain add (no
+//     other thread touches that element).
+// The order of the additions therefore varies from run to run (within the bound of
+// specs/gpu.md). Before: a warp per 32 entries, one entry per lane, a scan and an atomic per
+// row piece for every 32 entries.
+template <class V, class I>
+__global__ void __launch_bounds__(256)
+    coo_accumulate(std::int64_t n, const I* __restrict__ row, const I* __restrict__ col, const V* __restrict__ val,
+                   V alpha, const V* __restrict__ x, V* y, bool aligned) {
+  constexpr int warp = 32, E = coo_per_lane;
+  constexpr std::int64_t tile = std::int64_t{warp} * E;
+  const int lane = static_cast<int>(threadIdx.x % warp);
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp;
+  for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp * tile; base < n;
+       base += warps * tile) {
+    const std::int64_t e0 = base + std::int64_t{lane} * E;
+    const bool vector = aligned && base + tile <= n;  // the same in every lane of the warp
+    // Entries past n take row -1 (never added to y) and value 0.
+    I r[E], c[E];
+    V v[E];
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      r[k] = I(-1);
+      c[k] = I(0);
+      v[k] = V(0);
+    }
+    load_run(row, e0, n, vector, r);
+    load_run(col, e0, n, vector, c);
+    load_run(val, e0, n, vector, v);
+    V p[E];
+#pragma unroll
+    for (int k = 0; k < E; ++k) p[k] = r[k] >= 0 ? v[k] * x[c[k]] : V(0);
+    // Past n the row is -1 after valid rows: a row change that is never added (row < 0).
+    V head = V(0), acc = p[0];
+    bool split = false;  // the lane holds more than one row piece
+#pragma unroll
+    for (int k = 1; k < E; ++k) {
+      if (r[k] == r[k - 1]) {
+        acc += p[k];
+      } else {
+        if (!split) head = acc;
+        else if (r[k - 1] >= 0) y[r[k - 1]] += alpha * acc;  // starts and ends in this lane
+        split = true;
+        acc = p[k];
+      }
+    }
+    const I tail_row = r[E - 1], head_row = r[0];
+    V tail = acc;
+    for (int d = 1; d < warp; d *= 2) {
+      const V other = __shfl_up_sync(0xffffffffu, tail, d);
+      const I other_row = __shfl_up_sync(0xffffffffu, tail_row, d);
+      if (lane >= d && other_row == tail_row) tail += other;
+    }
+    const V before = __shfl_up_sync(0xffffffffu, tail, 1);
+    const I before_row = __shfl_up_sync(0xffffffffu, tail_row, 1);
+    const I next_head = __shfl_down_sync(0xffffffffu, head_row, 1);
+    const I first_row = __shfl_sync(0xffffffffu, head_row, 0);
+    const I last_row = __shfl_sync(0xffffffffu, tail_row, warp - 1);
+    const auto add_row = [&](I rr, V s) {
+      if (rr < 0) return;
+      if (rr == first_row || rr == last_row) atomicAdd(y + rr, alpha * s);
+      else y[rr] += alpha * s;
+    };
+    // The head row ends in this lane: its sum is the lanes' before it (if it started there)
+    // plus this lane's head piece.
+    if (split) add_row(head_row, (lane > 0 && before_row == head_row ? before : V(0)) + head);
+    // The tail row ends here unless the next lane continues it.
+    if (lane == warp - 1 || next_head != tail_row) add_row(tail_row, tail);
   }
 }
 
@@ -42,8 +123,12 @@ void launch_coo_accumulate(std::int64_t n, const I* row, const I* col, const V* 
                            cudaStream_t stream, std::string_view what) {
   if (n == 0) return;
   constexpr int threads = 256;  // a multiple of the warp
-  // Rounded up to whole warps: every lane of a warp takes part in the shuffles.
-  coo_accumulate<V, I><<<launch_blocks((n + 31) / 32 * 32, threads), threads, 0, stream>>>(n, row, col, val, alpha, x, y);
+  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool aligned = on16(row) && on16(col) && on16(val);
+  // A warp per tile, whole warps: every lane of a warp takes part in the shuffles.
+  const std::int64_t tiles = (n + 32 * coo_per_lane - 1) / (32 * coo_per_lane);
+  coo_accumulate<V, I><<<launch_blocks(tiles * 32, threads), threads, 0, stream>>>(n, row, col, val, alpha, x, y,
+                                                                                  aligned);
   check_cuda(cudaGetLastError(), what);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -21,6 +22,7 @@
 #include "io/matrix_file.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/gpu/spmv.hpp"
+#include "kernels/gpu/spmv_coo.hpp"
 #include "tests/support/gpu.hpp"
 #include "tests/support/expect.hpp"
 #include "tests/support/matrices.hpp"
@@ -239,6 +241,57 @@ TEST(GpuSpmv, KernelsAndCusparseMatchTheCpuOnRealMatrices) {
     SCOPED_TRACE(in.name);
     check_spmv<double, std::int32_t>(in.a, ctx);
     check_spmv<float, std::int32_t>(in.a, ctx);
+  }
+}
+
+// COO SpMV (also HYB's tail): rows of 1 to 3 entries (row pieces crossing lanes), rows of
+// 0 to 300 (crossing tiles of 128 entries), one row of 10000 entries over many tiles between
+// short rows, entry counts that end mid-tile, 32- and 64-bit indices, float and double, beta
+// 0 on a y of NaN and beta != 0.
+TEST(GpuCooSpmv, RowPiecesAcrossLanesTilesAndPartialTiles) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto make = [](std::int64_t rows, std::int64_t cols, const std::function<std::int64_t(std::int64_t)>& len) {
+    return test::csr_from_columns(
+        rows, cols,
+        [&](std::int64_t r, std::vector<std::int64_t>& cs) {
+          for (std::int64_t j = 0; j < len(r); ++j) cs.push_back((r * 17 + j * 5) % cols);
+        },
+        [](std::int64_t r, std::int64_t c) { return static_cast<double>((r * 3 + c * 11) % 23) - 11.0; });
+  };
+  const std::vector<std::pair<std::string, csr<double, std::int32_t>>> inputs = {
+      {"rows of 1", make(1000, 1000, [](std::int64_t) { return 1; })},
+      {"rows of 1-3", make(3001, 500, [](std::int64_t r) { return 1 + r % 3; })},
+      {"rows of 0-300", make(700, 20011, [](std::int64_t r) { return (r * 7919) % 301; })},
+      {"one long row", make(999, 30011, [](std::int64_t r) { return r == 400 ? 10000 : r % 5; })},
+      {"127 entries", make(127, 10, [](std::int64_t) { return 1; })},
+  };
+  for (const auto& [name, src] : inputs) {
+    SCOPED_TRACE(name);
+    const auto check = [&](auto v, auto i) {
+      using V = decltype(v);
+      using I = decltype(i);
+      SCOPED_TRACE(std::string(type_name<V>()) + "/" + std::string(type_name<I>()));
+      const csr<V, I> a = retype<V, I>(src);
+      const auto d = to_device(cpu::csr_to_coo(a));
+      const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
+      const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
+      device_array<V> dx, dy;
+      dx.upload(x.data(), x.size());
+      for (const V beta : {V(-0.5), V(0)}) {
+        dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
+        gpu::spmv(d, V(1.25), dx.data(), beta, dy.data(), ctx);
+        ctx.synchronize();
+        const auto y = test::download(dy);
+        EXPECT_LE(cpu::spmv_max_rel_error(a, V(1.25), x.data(), beta, y0.data(), y.data()),
+                  cpu::spmv_tolerance<V>(test::max_row_length(a)))
+            << "beta " << beta;
+      }
+    };
+    check(double{}, std::int32_t{});
+    check(float{}, std::int32_t{});
+    check(double{}, std::int64_t{});
+    check(float{}, std::int64_t{});
   }
 }
 
