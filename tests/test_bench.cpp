@@ -228,6 +228,46 @@ TEST(BenchCli, GeneratedMatrices) {
   EXPECT_NE(nothing.err.find("nothing to measure"), std::string::npos) << nothing.err;
 }
 
+// The format parameters of `convert` replace the automatic rules for every matrix; a value a
+// format refuses marks that format refused, a malformed one is a usage error.
+TEST(BenchCli, FormatParametersReplaceTheAutomaticRules) {
+  test::temp_dir d;
+  const auto params_of = [](const json& j, const std::string& format) {
+    for (const auto& rec : j["results"])
+      if (rec["format"] == format) return rec["params"].get<std::string>();
+    return std::string("(no record)");
+  };
+  const auto automatic = test::run_spconv({"bench", sample.string(), "--repeat", "1", "--formats", "cmrs,bcsr",
+                                           "--no-storage", "--json", (d / "a.json").string()});
+  ASSERT_EQ(automatic.code, 0) << automatic.err;
+  // 7840 entries in 1600 rows: ceil(32 * 1600 / 7840) = 7 rows per strip.
+  EXPECT_NE(params_of(read_json(d / "a.json"), "cmrs").find("height=7"), std::string::npos);
+
+  const auto given = test::run_spconv({"bench", sample.string(), "--repeat", "1", "--formats", "cmrs,bcsr,mbr",
+                                       "--height", "12", "--block", "2x4", "--no-storage", "--json",
+                                       (d / "g.json").string()});
+  ASSERT_EQ(given.code, 0) << given.err;
+  const json g = read_json(d / "g.json");
+  EXPECT_NE(params_of(g, "cmrs").find("height=12"), std::string::npos) << params_of(g, "cmrs");
+  EXPECT_NE(params_of(g, "bcsr").find("block_rows=2 block_cols=4"), std::string::npos) << params_of(g, "bcsr");
+  EXPECT_NE(params_of(g, "mbr").find("block_rows=2 block_cols=4"), std::string::npos) << params_of(g, "mbr");
+  for (const auto& rec : g["results"]) EXPECT_EQ(rec["status"], "ok") << rec["message"];
+
+  const auto refused = test::run_spconv({"bench", sample.string(), "--repeat", "1", "--formats", "csr,cmrs",
+                                         "--height", "17", "--no-storage", "--json", (d / "r.json").string()});
+  ASSERT_EQ(refused.code, 0) << refused.err;
+  for (const auto& rec : read_json(d / "r.json")["results"])
+    if (rec["format"] == "cmrs") {
+      EXPECT_EQ(rec["status"], "refused");
+      EXPECT_NE(rec["message"].get<std::string>().find("height = 17"), std::string::npos) << rec["message"];
+    }
+  const auto malformed = test::run_spconv({"bench", sample.string(), "--formats", "bcsr", "--block", "4"});
+  EXPECT_EQ(malformed.code, 2);
+  EXPECT_NE(malformed.err.find("--block 4"), std::string::npos) << malformed.err;
+  // --for belongs to convert: the bench's device decides CSR5's rule.
+  EXPECT_EQ(test::run_spconv({"bench", sample.string(), "--for", "cpu"}).code, 2);
+}
+
 TEST(BenchCli, Refusals) {
   test::temp_dir d;
   const auto unknown = test::run_spconv({"bench", sample.string(), "--formats", "csr,lattice"});
