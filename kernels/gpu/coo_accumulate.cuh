@@ -38,19 +38,20 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
 
 // A warp per tile of 32 * coo_per_lane consecutive entries, coo_per_lane consecutive entries
 // per lane (read as 16-byte words where the tile is whole and the arrays aligned):
-//  1. each lane sums its entries row by row: a row that starts and ends inside the lane
-//     belongs to it alone and is added to y at once; the lane keeps the sum of its first row
-//     piece (head) and of its last (tail);
+//  1. each lane sums its entries row by row: a row that starts and ends inside the lane is
+//     added to y at once; the lane keeps the sum of its first row piece (head) and of its
+//     last (tail);
 //  2. an inclusive segmented scan of the tails across the warp by shuffles (lane k adds the
 //     tail d lanes up while that lane's tail row is its own: rows are sorted, so the lanes in
 //     between hold only that row), so the lane where a row ends holds the row's sum over
 //     the lanes before it;
-//  3. the lane where a row ends adds it to y: with atomicAdd when the row may also have
-//     entries in another warp's tile (the tile's first or last row), else a plain add (no
-//     other thread touches that element).
-// The order of the additions therefore varies from run to run (within the bound of
-// specs/gpu.md). Before: a warp per 32 entries, one entry per lane, a scan and an atomic per
-// row piece for every 32 entries.
+//  3. the lane where a row ends adds it to y.
+// Every addition to y is an atomicAdd whose result is unused (a reduction the L2 carries out,
+// nothing for the thread to wait for): a plain y[r] += s for the rows no other thread touches
+// waits for the load of y[r], and measured slower on rows of 1 entry (H200). The order of the
+// additions therefore varies from run to run (within the bound of specs/gpu.md). Before: a
+// warp per 32 entries, one entry per lane, a scan and an atomic per row piece for every 32
+// entries.
 template <class V, class I>
 __global__ void __launch_bounds__(256)
     coo_accumulate(std::int64_t n, const I* __restrict__ row, const I* __restrict__ col, const V* __restrict__ val,
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(256)
         acc += p[k];
       } else {
         if (!split) head = acc;
-        else if (r[k - 1] >= 0) y[r[k - 1]] += alpha * acc;  // starts and ends in this lane
+        else if (r[k - 1] >= 0) atomicAdd(y + r[k - 1], alpha * acc);  // starts and ends here
         split = true;
         acc = p[k];
       }
@@ -102,12 +103,8 @@ __global__ void __launch_bounds__(256)
     const V before = __shfl_up_sync(0xffffffffu, tail, 1);
     const I before_row = __shfl_up_sync(0xffffffffu, tail_row, 1);
     const I next_head = __shfl_down_sync(0xffffffffu, head_row, 1);
-    const I first_row = __shfl_sync(0xffffffffu, head_row, 0);
-    const I last_row = __shfl_sync(0xffffffffu, tail_row, warp - 1);
     const auto add_row = [&](I rr, V s) {
-      if (rr < 0) return;
-      if (rr == first_row || rr == last_row) atomicAdd(y + rr, alpha * s);
-      else y[rr] += alpha * s;
+      if (rr >= 0) atomicAdd(y + rr, alpha * s);
     };
     // The head row ends in this lane: its sum is the lanes' before it (if it started there)
     // plus this lane's head piece.

@@ -38,6 +38,13 @@ int csr_vector_lanes(std::int64_t rows, std::int64_t nnz);
 template <class V, class I>
 void spmv(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, int lanes = 0);
 
+// The same kernel on CSR's arrays held by another format (BCSR with 1 x 1 blocks holds exactly
+// row_ptr, col_idx and values): ptr has rows + 1 offsets, col and val nnz entries, all in
+// device memory; lanes as above.
+template <class V, class I>
+void spmv_csr_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
+                     const V* x, V beta, V* y, gpu_context& ctx, int lanes = 0);
+
 // cusparseSpMV with CUSPARSE_SPMV_ALG_DEFAULT for one product: describes the matrix and the
 // vectors, sizes and takes the work buffer (ctx's workspace), runs, and frees the descriptors.
 // A matrix without entries (or without columns) gives y = beta*y through our kernel: cuSPARSE

@@ -59,21 +59,11 @@ __global__ void __launch_bounds__(block_threads)
     __syncwarp();
     const std::int64_t b = strip_ptr[j], e = strip_ptr[j + 1];
     if constexpr (M == warp_size) {
-      // Two slots per lane at a time: both words and values are loaded, then both x
-      // elements, then the two cells are updated in slot order (the CPU's order per cell).
-      const auto into_cell = [&](std::uint32_t w, V product) {
+      for (std::int64_t s = b + lane; s < e; s += warp_size) {
+        const std::uint32_t w = col_row[s];
         V* const cell = buf + lane * H + static_cast<int>(w & (cmrs_max_height - 1));
-        *cell = add(*cell, product);
-      };
-      std::int64_t s = b + lane;
-      for (; s + warp_size < e; s += 2 * warp_size) {
-        const std::uint32_t w0 = col_row[s], w1 = col_row[s + warp_size];
-        const V v0 = val[s], v1 = val[s + warp_size];
-        const V x0 = x[w0 >> cmrs_row_bits], x1 = x[w1 >> cmrs_row_bits];
-        into_cell(w0, mul(v0, x0));
-        into_cell(w1, mul(v1, x1));
+        *cell = add(*cell, mul(val[s], x[w >> cmrs_row_bits]));
       }
-      if (s < e) into_cell(col_row[s], mul(val[s], x[col_row[s] >> cmrs_row_bits]));
     } else {
       // Whole chunks of 32 slots (a valid sec. 6.7 strip has no partial chunk; the bound
       // check keeps every lane in the loop, so the full-mask __syncwarp stays legal).

@@ -1,30 +1,31 @@
 // MBR SpMV and SMMV on the GPU (shared/papers/mbr-kannan.txt sec. IV, fig. 3-6).
 //
-// SpMV (one vector) with r in {1, 2, 4, 8}, the heights the automatic rule picks: the
-// block-row kernel of fig. 3 with a group of `lanes` lanes of one warp per block row, the
-// shape of our BCSR kernel. Lane l of the group takes blocks l, l + lanes, ... of its block
-// row, keeps the r row sums in registers (r a template parameter, so the rows unroll) and
-// visits each row's slice of the bitmap (bits i*c .. i*c + c - 1) with find-first-set then
+// Both kernels give each row of a block row its own thread (lane), which walks blocks of the
+// block row in stored order, loads each bitmap as one unsigned word of the bitmap's own width
+// (sec. III's maptype; a template parameter, dispatched once per call on bitmap_bytes), keeps
+// only its own slice (bits i*c .. i*c + c - 1) and visits the set bits with find-first-set then
 // clear-lowest (sec. IV-A: z iterations per block instead of r*c tests; __ffsll is the
-// instruction the paper's de Bruijn lookup emulates); the column inside the block is the
-// bit's position in the slice, so the paper's division and remainder (sec. IV) disappear. A
-// block's values are consecutive, in bit order, so a lane reads them in one run. The block's
-// first value is the block row's value_ptr plus the set bits of the group's earlier blocks:
-// an inclusive scan of the blocks' popcounts across the group per step. A shuffle tree adds
-// the lanes' sums. lanes follows CSR's rule over blocks (mbr_lanes_per_block_row).
-// Before, this was a thread per matrix row: each of the r rows of a block row walked every
-// block of it and read the same bitmaps again, and a long block row kept one thread busy.
+// instruction the paper's de Bruijn lookup emulates). The column inside the block is the bit's
+// position in the slice, so the paper's division and remainder (sec. IV) disappear; the value
+// index is the block's first value plus the set bits below the slice. Why a lane per row: the
+// r lanes of a block read the same block_col_idx and bitmap words (broadcast loads) and
+// consecutive runs of the block's values, which a block stores in bit order, so together they
+// read the block's values in one sweep.
 //
-// SMMV (k vectors, sec. IV-B) and the other block heights: one thread per matrix row. Row i
-// of block row br walks the blocks of br in stored order, loads each bitmap once as one
-// unsigned word of the bitmap's own width (sec. III's maptype; a template parameter,
-// dispatched once per call on bitmap_bytes), keeps its own slice and feeds every decoded bit
-// to K multiply-adds, K a template parameter (unrolled), K <= 8 per kernel.
+// SpMV with r in {1, 2, 4, 8} (the heights the automatic rule picks): a team of G * r lanes per
+// block row, G groups of r lanes taking blocks g, g + G, ... of it, so a long block row is
+// shared by G groups instead of walked by r threads alone. The block's first value is the
+// block row's value_ptr plus the set bits of the team's earlier blocks: a scan of the blocks'
+// popcounts over the groups at each step. A shuffle tree adds the groups' sums of each row.
+// G follows CSR's lane rule over blocks, at most 32 / r (mbr_groups_per_block_row).
+// SMMV (k vectors, sec. IV-B) and the other heights: a thread per matrix row walking every
+// block of its block row, every decoded bit feeding K multiply-adds, K a template parameter
+// (unrolled), K <= 8 per kernel.
 //
-// Both kernels use round-to-nearest intrinsics (never contracted to FMA) and sum each row in
-// the CPU's order when one thread holds the whole row (the row kernel always; the block-row
-// kernel with lanes = 1), so those results are cpu::spmm's bits; with lanes > 1 the lanes'
-// partial sums are added by the shuffle tree, within the CSR reference's tolerance.
+// Both use round-to-nearest intrinsics (never contracted to FMA). Where one thread sums each
+// row (G = 1, and the SMMV kernel) it adds the products in the CPU's order (blocks by column,
+// then bits), so the result is cpu::spmm's bits; with G > 1 the groups' partial sums are
+// added by the tree, within the CSR reference's tolerance.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -84,13 +85,14 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// One vector, r = R in {1, 2, 4, 8}: a group of m.lanes lanes per block row (see the top).
-// Each warp takes 32 / lanes consecutive block rows at a time; the loop bound is the same for
-// every lane of the warp, so the full-mask shuffles of the reduction see all 32 lanes, and the
-// lanes of one group run the same number of block steps, so the group-mask scan sees the group.
+// One vector, r = R in {1, 2, 4, 8}: a team of G * R lanes per block row (see the top), lane
+// (g, i) = (sub / R, sub % R) of the team takes row i of blocks g, g + G, ... Each warp takes
+// 32 / (G * R) consecutive block rows at a time; the loop bound is the same for every lane of
+// the warp, so the full-mask shuffles of the reduction see all 32 lanes, and the lanes of one
+// team run the same number of block steps, so the team-mask scan sees the whole team.
 struct block_row_shape {
   std::int64_t rows, block_rows;
-  int c, lanes;  // lanes: a power of two in [1, 32]
+  int c, groups;  // groups: G, a power of two with G * R <= 32
 };
 
 template <class M, int R, class V>
@@ -99,64 +101,58 @@ __global__ void __launch_bounds__(block_threads, 6)
                      const M* __restrict__ bitmaps, const I* __restrict__ value_ptr, const V* __restrict__ values,
                      V alpha, const V* __restrict__ x, V beta, V* y) {
   constexpr int warp_size = 32;
-  const int lanes = m.lanes, c = m.c;
-  const int lane = static_cast<int>(threadIdx.x % warp_size), sub = lane % lanes, per_warp = warp_size / lanes;
-  const unsigned group = lanes == warp_size ? 0xffffffffu : ((1u << lanes) - 1u) << (lane - sub);
-  // r * c <= 64 and R >= 1, so c <= 64 and every shift below is below 64.
-  const std::uint64_t slice = c >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c) - 1;
+  const int groups = m.groups, team = groups * R, c = m.c;
+  const int lane = static_cast<int>(threadIdx.x % warp_size), sub = lane % team, per_warp = warp_size / team;
+  const int i = sub % R, g = sub / R;
+  const unsigned team_mask = team == warp_size ? 0xffffffffu : ((1u << team) - 1u) << (lane - sub);
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp_size;
   for (std::int64_t first = warp * per_warp; first < m.block_rows; first += warps * per_warp) {
-    const std::int64_t br = first + lane / lanes;
-    V sum[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) sum[i] = V(0);
+    const std::int64_t br = first + lane / team;
+    V sum = V(0);
     if (br < m.block_rows) {
       I base = value_ptr[br];
-      for (I k0 = block_row_ptr[br], end = block_row_ptr[br + 1]; k0 < end; k0 += lanes) {
-        const I k = k0 + sub;
+      for (I k0 = block_row_ptr[br], end = block_row_ptr[br + 1]; k0 < end; k0 += groups) {
+        const I k = k0 + g;
         std::uint64_t map = 0;
         std::int64_t col0 = 0;
         if (k < end) {
           map = bitmaps[k];
           col0 = static_cast<std::int64_t>(block_col_idx[k]) * c;
         }
+        // The set bits of the team's blocks up to and including this lane's: a scan over g
+        // (the R lanes of one block hold the same count).
         const int n = __popcll(map);
-        int upto = n;  // set bits of the group's blocks up to and including this lane's
-        for (int d = 1; d < lanes; d *= 2) {
-          const int t = __shfl_up_sync(group, upto, d, lanes);
-          if (sub >= d) upto += t;
+        int upto = n;
+        for (int d = 1; d < groups; d *= 2) {
+          const int t = __shfl_up_sync(team_mask, upto, d * R, team);
+          if (g >= d) upto += t;
         }
-        I u = base + upto - n;
-        base += lanes == 1 ? n : __shfl_sync(group, upto, lanes - 1, lanes);
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-          for (std::uint64_t bits = (map >> (i * c)) & slice; bits; bits &= bits - 1)
-            sum[i] = add(sum[i], mul(values[u++], x[col0 + __ffsll(static_cast<long long>(bits)) - 1]));
+        const mbr_row_bits part = mbr_row_of(map, i, c);
+        I u = base + upto - n + part.before;
+        base += groups == 1 ? n : __shfl_sync(team_mask, upto, team - 1, team);
+        for (std::uint64_t bits = part.cols; bits; bits &= bits - 1)
+          sum = add(sum, mul(values[u++], x[col0 + __ffsll(static_cast<long long>(bits)) - 1]));
       }
     }
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-      for (int offset = lanes / 2; offset > 0; offset /= 2)
-        sum[i] = add(sum[i], __shfl_down_sync(0xffffffffu, sum[i], offset, lanes));
-    if (br < m.block_rows && sub == 0) {
-      // The last block row may overhang the matrix: its padding rows are not written.
-      const std::int64_t row0 = br * R;
-#pragma unroll
-      for (int i = 0; i < R; ++i)
-        // beta == 0 writes y without reading it (BLAS semantics: y may hold NaN).
-        if (row0 + i < m.rows)
-          y[row0 + i] = beta == V(0) ? mul(alpha, sum[i]) : add(mul(alpha, sum[i]), mul(beta, y[row0 + i]));
-    }
+    // Row i's partial sums sit in the lanes i, i + R, ... of the team: a shuffle tree adds them
+    // into lane i.
+    for (int offset = team / 2; offset >= R; offset /= 2)
+      sum = add(sum, __shfl_down_sync(0xffffffffu, sum, offset, team));
+    // The last block row may overhang the matrix: its padding rows are not written.
+    const std::int64_t row = br * R + i;
+    if (br < m.block_rows && g == 0 && row < m.rows)
+      // beta == 0 writes y without reading it (BLAS semantics: y may hold NaN).
+      y[row] = beta == V(0) ? mul(alpha, sum) : add(mul(alpha, sum), mul(beta, y[row]));
   }
 }
 
 template <class M, int R, class V>
 void launch_block_rows(const mbr<V, I, device>& a, V alpha, const V* x, V beta, V* y, cudaStream_t s) {
   const std::int64_t block_rows = (a.rows + R - 1) / R;
-  const int lanes = mbr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(a.block_col_idx.size()));
-  const block_row_shape m{a.rows, block_rows, a.params.block_cols, lanes};
-  block_row_kernel<M, R, V><<<launch_blocks(block_rows * lanes, block_threads), block_threads, 0, s>>>(
+  const int groups = mbr_groups_per_block_row(block_rows, static_cast<std::int64_t>(a.block_col_idx.size()), R);
+  const block_row_shape m{a.rows, block_rows, a.params.block_cols, groups};
+  block_row_kernel<M, R, V><<<launch_blocks(block_rows * groups * R, block_threads), block_threads, 0, s>>>(
       m, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
       a.value_ptr.data(), a.values.data(), alpha, x, beta, y);
 }
@@ -214,8 +210,8 @@ void check_shape(const mbr<V, I, device>& a, const char* what) {
 
 }  // namespace
 
-int mbr_lanes_per_block_row(std::int64_t block_rows, std::int64_t nblocks) {
-  return csr_vector_lanes(block_rows, nblocks);
+int mbr_groups_per_block_row(std::int64_t block_rows, std::int64_t nblocks, int r) {
+  return std::min(csr_vector_lanes(block_rows, nblocks), std::max(1, 32 / r));
 }
 
 template <class V>

@@ -78,12 +78,13 @@ void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
 
 // Whether one thread sums each row of the product in the CPU's order (kernels/gpu/spmv_mbr.hpp):
 // always for several vectors and for block heights other than 1, 2, 4, 8; for one vector with
-// those heights when the block-row kernel gives a block row one lane.
+// those heights when the SpMV kernel gives a block row one group.
 template <class V>
 bool sums_whole_rows(const mbr<V>& m, int k) {
   const int r = m.params.block_rows;
   if (k > 1 || (r != 1 && r != 2 && r != 4 && r != 8)) return true;
-  return gpu::mbr_lanes_per_block_row((m.rows + r - 1) / r, static_cast<std::int64_t>(m.block_col_idx.size())) == 1;
+  return gpu::mbr_groups_per_block_row((m.rows + r - 1) / r, static_cast<std::int64_t>(m.block_col_idx.size()), r) ==
+         1;
 }
 
 // Y = alpha*A*X + beta*Y with k vectors (k = 1 through gpu::spmv) for (alpha, beta) = (1, 0)
@@ -235,12 +236,11 @@ TEST(GpuMbrSpmv, EveryVectorCountAndBitmapWidth) {
   }
 }
 
-// The SpMV's block-row kernel at every lane count: block rows whose block counts range from
-// 0 to ~200 (so the groups of a warp run different numbers of steps, and the group's scan
-// of set bits crosses steps) at means that give 1, 2, 4, 8, 16 and 32 lanes, for each
-// height the kernel takes (1, 2, 4, 8), with widths that divide nothing and overhanging
-// last block rows and columns.
-TEST(GpuMbrSpmv, BlockRowKernelAtEveryLaneCount) {
+// The SpMV's team kernel at every group count: block rows whose block counts range from 0 to
+// ~200 (so the teams of a warp run different numbers of steps, and the team's scan of set bits
+// crosses steps) at means that give 1 to 32 groups, for each height the kernel takes (1, 2, 4,
+// 8), with widths that divide nothing and overhanging last block rows and columns.
+TEST(GpuMbrSpmv, TeamKernelAtEveryGroupCount) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   for (const std::int64_t spread : {3, 25, 40, 100, 200, 400}) {
@@ -262,10 +262,12 @@ TEST(GpuMbrSpmv, BlockRowKernelAtEveryLaneCount) {
       check_product(af, mf, to_device(mf), 1, ctx);
     }
   }
-  // The means above reach both ends of the lane rule.
-  EXPECT_EQ(gpu::mbr_lanes_per_block_row(100, 500), 1);
-  EXPECT_EQ(gpu::mbr_lanes_per_block_row(100, 1000), 8);
-  EXPECT_EQ(gpu::mbr_lanes_per_block_row(100, 6400), 32);
+  // The rule: CSR's lanes over blocks, at most 32 / r.
+  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 500, 8), 1);
+  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 1000, 2), 8);
+  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 1000, 8), 4);
+  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 6400, 1), 32);
+  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 6400, 4), 8);
 }
 
 TEST(GpuMbrSpmv, RefusesNoVectorsAndInvalidBlocks) {
