@@ -1,7 +1,6 @@
 // MBR on the GPU: CSR <-> MBR conversions against the CPU converters, byte for byte, and the
 // bitmap-decoding SpMV / SMMV kernels against the CSR reference within its tolerance and
-// against the CPU MBR reference bit for bit where one thread sums each row, on the generated
-// and the shared real matrices.
+// against the CPU MBR reference bit for bit, on the generated and the shared real matrices.
 // Every test skips on a machine without a GPU.
 #include <gtest/gtest.h>
 
@@ -76,21 +75,9 @@ void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
   }
 }
 
-// Whether one thread sums each row of the product in the CPU's order (kernels/gpu/spmv_mbr.hpp):
-// always for several vectors and for block heights other than 1, 2, 4, 8; for one vector with
-// those heights when the SpMV kernel gives a block row one group.
-template <class V>
-bool sums_whole_rows(const mbr<V>& m, int k) {
-  const int r = m.params.block_rows;
-  if (k > 1 || (r != 1 && r != 2 && r != 4 && r != 8)) return true;
-  return gpu::mbr_groups_per_block_row((m.rows + r - 1) / r, static_cast<std::int64_t>(m.block_col_idx.size()), r) ==
-         1;
-}
-
 // Y = alpha*A*X + beta*Y with k vectors (k = 1 through gpu::spmv) for (alpha, beta) = (1, 0)
 // on a Y of NaN (which must not be read) and (-0.5, 2): every column within the CSR
-// reference's tolerance, and all of Y the CPU MBR reference's bits where one thread sums each
-// row (sums_whole_rows).
+// reference's tolerance, and all of Y the CPU MBR reference's bits.
 template <class V>
 void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>& dm, int k, gpu_context& ctx) {
   SCOPED_TRACE("k = " + std::to_string(k));
@@ -111,7 +98,7 @@ void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>&
     const std::vector<V> y = test::download(dy);
     std::vector<V> ref = start;
     cpu::spmm(m, k, alpha, x.data(), beta, ref.data());
-    if (sums_whole_rows(m, k)) EXPECT_TRUE(same_bits(y, ref)) << "the GPU kernel's bits differ from cpu::spmm(mbr)";
+    EXPECT_TRUE(same_bits(y, ref)) << "the GPU kernel's bits differ from cpu::spmm(mbr)";
     std::vector<V> xl(a.cols), y0l(a.rows), yl(a.rows);
     for (int l = 0; l < k; ++l) {
       for (std::int64_t j = 0; j < a.cols; ++j) xl[j] = x[j * k + l];
@@ -234,40 +221,6 @@ TEST(GpuMbrSpmv, EveryVectorCountAndBitmapWidth) {
       check_product(af, mf, dmf, k, ctx);
     }
   }
-}
-
-// The SpMV's team kernel at every group count: block rows whose block counts range from 0 to
-// ~200 (so the teams of a warp run different numbers of steps, and the team's scan of set bits
-// crosses steps) at means that give 1 to 32 groups, for each height the kernel takes (1, 2, 4,
-// 8), with widths that divide nothing and overhanging last block rows and columns.
-TEST(GpuMbrSpmv, TeamKernelAtEveryGroupCount) {
-  if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  gpu_context ctx;
-  for (const std::int64_t spread : {3, 25, 40, 100, 200, 400}) {
-    SCOPED_TRACE("spread " + std::to_string(spread));
-    const std::int64_t rows = 8 * 97 + 5, cols = 3 * spread + 7;
-    const csr<double, I> a = test::csr_from_columns(
-        rows, cols,
-        [&](std::int64_t r, std::vector<std::int64_t>& cs) {
-          const std::int64_t n = (r * 7919) % (2 * spread + 1);  // 0 .. 2 * spread entries
-          for (std::int64_t j = 0; j < n; ++j) cs.push_back((r * 31 + j * 3) % cols);
-        },
-        [](std::int64_t r, std::int64_t c) { return static_cast<double>((r * 13 + c * 7) % 29) - 14.0; });
-    const csr<float, I> af = test::cast_values<float>(a);
-    for (const mbr_params& req : {block(1, 1), block(1, 8), block(2, 3), block(4, 4), block(8, 8), block(8, 1)}) {
-      SCOPED_TRACE(describe(req));
-      const mbr<double> m = cpu::csr_to_mbr(a, req);
-      const mbr<float> mf = cpu::csr_to_mbr(af, req);
-      check_product(a, m, to_device(m), 1, ctx);
-      check_product(af, mf, to_device(mf), 1, ctx);
-    }
-  }
-  // The rule: CSR's lanes over blocks, at most 32 / r.
-  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 500, 8), 1);
-  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 1000, 2), 8);
-  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 1000, 8), 4);
-  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 6400, 1), 32);
-  EXPECT_EQ(gpu::mbr_groups_per_block_row(100, 6400, 4), 8);
 }
 
 TEST(GpuMbrSpmv, RefusesNoVectorsAndInvalidBlocks) {
