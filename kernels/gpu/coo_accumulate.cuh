@@ -13,6 +13,7 @@ namespace spconv::gpu::detail {
 
 // Consecutive entries per lane: a warp takes a tile of 32 * coo_per_lane entries.
 inline constexpr int coo_per_lane = 4;
+inline constexpr int coo_block_threads = 256;  // a multiple of the warp
 
 // out[k] = p[e0 + k] for k < coo_per_lane. `vector`: the run lies inside the array and p + e0
 // is 16-byte aligned, so it is read as 16-byte words (one or two per array); otherwise element
@@ -38,27 +39,36 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
 
 // A warp per tile of 32 * coo_per_lane consecutive entries, coo_per_lane consecutive entries
 // per lane (read as 16-byte words where the tile is whole and the arrays aligned):
-//  1. each lane sums its entries row by row: a row that starts and ends inside the lane is
-//     added to y at once; the lane keeps the sum of its first row piece (head) and of its
-//     last (tail);
-//  2. an inclusive segmented scan of the tails across the warp by shuffles (lane k adds the
-//     tail d lanes up while that lane's tail row is its own: rows are sorted, so the lanes in
-//     between hold only that row), so the lane where a row ends holds the row's sum over
-//     the lanes before it;
-//  3. the lane where a row ends adds it to y.
+//  1. each lane sums its entries row by row: seg[k] is the sum of the row piece that entry k
+//     closes, from the piece's first entry in this lane;
+//  2. an inclusive segmented scan of the last pieces (tails) across the warp by shuffles (lane
+//     k adds the tail d lanes up while that lane's tail row is its own: rows are sorted, so
+//     the lanes in between hold only that row), so the lane where a row ends finds the row's
+//     sum over the lanes before it in the lane before it;
+//  3. each row the tile ends is added to y once: the lanes write their (row, sum) pairs to
+//     consecutive slots of a per-warp buffer in shared memory (an exclusive scan of the counts
+//     gives the slots), then the warp adds slot s by lane s % 32, so rows of one or two
+//     entries (up to 128 rows a tile) are added by whole-warp atomics on consecutive
+//     elements rather than by lanes 4 rows apart.
 // Every addition to y is an atomicAdd whose result is unused (a reduction the L2 carries out,
-// nothing for the thread to wait for): a plain y[r] += s for the rows no other thread touches
-// waits for the load of y[r], and measured slower on rows of 1 entry (H200). The order of the
-// additions therefore varies from run to run (within the bound of specs/gpu.md). Before: a
-// warp per 32 entries, one entry per lane, a scan and an atomic per row piece for every 32
-// entries.
+// nothing for the thread to wait for): rows with entries in two tiles need it, and a plain
+// y[r] += s waits for the load of y[r] (measured slower on rows of 1 entry, H200). The order
+// of the additions therefore varies from run to run (within the bound of specs/gpu.md).
+// Measured (H100, double, replicated set): a warp per 32 entries, one entry per lane, a scan
+// and an atomic per row piece for every 32 entries reached 0.81x cuSPARSE; 4 entries per lane
+// with each lane adding its own rows reached 0.92x but 0.70x on rows of 1 entry, whose
+// atomics then hit addresses 4 rows apart.
 template <class V, class I>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(coo_block_threads)
     coo_accumulate(std::int64_t n, const I* __restrict__ row, const I* __restrict__ col, const V* __restrict__ val,
                    V alpha, const V* __restrict__ x, V* y, bool aligned) {
   constexpr int warp = 32, E = coo_per_lane;
   constexpr std::int64_t tile = std::int64_t{warp} * E;
+  __shared__ I slot_row[coo_block_threads / warp][warp * E];
+  __shared__ V slot_sum[coo_block_threads / warp][warp * E];
   const int lane = static_cast<int>(threadIdx.x % warp);
+  I* const rows_out = slot_row[threadIdx.x / warp];
+  V* const sums_out = slot_sum[threadIdx.x / warp];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp;
   for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp * tile; base < n;
        base += warps * tile) {
@@ -76,41 +86,53 @@ __global__ void __launch_bounds__(256)
     load_run(row, e0, n, vector, r);
     load_run(col, e0, n, vector, c);
     load_run(val, e0, n, vector, v);
-    V p[E];
+    V seg[E];
 #pragma unroll
-    for (int k = 0; k < E; ++k) p[k] = r[k] >= 0 ? v[k] * x[c[k]] : V(0);
-    // Past n the row is -1 after valid rows: a row change that is never added (row < 0).
-    V head = V(0), acc = p[0];
-    bool split = false;  // the lane holds more than one row piece
-#pragma unroll
-    for (int k = 1; k < E; ++k) {
-      if (r[k] == r[k - 1]) {
-        acc += p[k];
-      } else {
-        if (!split) head = acc;
-        else if (r[k - 1] >= 0) atomicAdd(y + r[k - 1], alpha * acc);  // starts and ends here
-        split = true;
-        acc = p[k];
-      }
+    for (int k = 0; k < E; ++k) {
+      const V p = r[k] >= 0 ? v[k] * x[c[k]] : V(0);
+      seg[k] = k > 0 && r[k] == r[k - 1] ? seg[k - 1] + p : p;
     }
     const I tail_row = r[E - 1], head_row = r[0];
-    V tail = acc;
+    V tail = seg[E - 1];
     for (int d = 1; d < warp; d *= 2) {
       const V other = __shfl_up_sync(0xffffffffu, tail, d);
       const I other_row = __shfl_up_sync(0xffffffffu, tail_row, d);
       if (lane >= d && other_row == tail_row) tail += other;
     }
+    // The part of the head row summed in the lanes before this one.
     const V before = __shfl_up_sync(0xffffffffu, tail, 1);
     const I before_row = __shfl_up_sync(0xffffffffu, tail_row, 1);
+    const V carry = lane > 0 && before_row == head_row ? before : V(0);
     const I next_head = __shfl_down_sync(0xffffffffu, head_row, 1);
-    const auto add_row = [&](I rr, V s) {
-      if (rr >= 0) atomicAdd(y + rr, alpha * s);
-    };
-    // The head row ends in this lane: its sum is the lanes' before it (if it started there)
-    // plus this lane's head piece.
-    if (split) add_row(head_row, (lane > 0 && before_row == head_row ? before : V(0)) + head);
-    // The tail row ends here unless the next lane continues it.
-    if (lane == warp - 1 || next_head != tail_row) add_row(tail_row, tail);
+    // Entry k ends its row in this tile: the next entry starts another row, or (the last
+    // entry) the next lane does, or the tile ends. Rows past n (-1) are never added.
+    bool ends[E];
+    int count = 0;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      const I next = k + 1 < E ? r[k + 1] : lane == warp - 1 ? I(-2) : next_head;
+      ends[k] = r[k] >= 0 && next != r[k];
+      count += ends[k] ? 1 : 0;
+    }
+    int first = count;  // exclusive scan of the counts: this lane's first slot
+    for (int d = 1; d < warp; d *= 2) {
+      const int other = __shfl_up_sync(0xffffffffu, first, d);
+      if (lane >= d) first += other;
+    }
+    const int total = __shfl_sync(0xffffffffu, first, warp - 1);
+    first -= count;
+#pragma unroll
+    for (int k = 0; k < E; ++k)
+      if (ends[k]) {
+        // The tail's sum is the scanned one; a piece that ends before the tail is this lane's
+        // own, plus the carry when it is the head row's.
+        rows_out[first] = r[k];
+        sums_out[first] = alpha * (k == E - 1 ? tail : seg[k] + (r[k] == head_row ? carry : V(0)));
+        ++first;
+      }
+    __syncwarp();
+    for (int slot = lane; slot < total; slot += warp) atomicAdd(y + rows_out[slot], sums_out[slot]);
+    __syncwarp();  // the buffer is refilled by the next tile
   }
 }
 
@@ -119,7 +141,7 @@ template <class V, class I>
 void launch_coo_accumulate(std::int64_t n, const I* row, const I* col, const V* val, V alpha, const V* x, V* y,
                            cudaStream_t stream, std::string_view what) {
   if (n == 0) return;
-  constexpr int threads = 256;  // a multiple of the warp
+  constexpr int threads = coo_block_threads;
   const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool aligned = on16(row) && on16(col) && on16(val);
   // A warp per tile, whole warps: every lane of a warp takes part in the shuffles.
