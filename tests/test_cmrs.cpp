@@ -204,39 +204,39 @@ TEST(CmrsSpmv, WorkedExampleExactValues) {
 
 // ---- parameters and refusals ---------------------------------------------------------
 
-// Rows of 8 entries: strips of the paper's heights already hold 32 entries or more.
-csr<double, std::int32_t> rows_of_eight() {
+// Rows of 32 entries: long enough for the paper's heights.
+csr<double, std::int32_t> rows_of_32() {
   csr<double, std::int32_t> a;
-  a.rows = a.cols = 8;
-  for (int r = 0; r < 8; ++r) {
-    a.row_ptr.push_back(8 * r);
-    for (int c = 0; c < 8; ++c) {
+  a.rows = a.cols = 32;
+  for (int r = 0; r < 32; ++r) {
+    a.row_ptr.push_back(32 * r);
+    for (int c = 0; c < 32; ++c) {
       a.col_idx.push_back(c);
       a.values.push_back(r + c + 1.0);
     }
   }
-  a.row_ptr.push_back(64);
+  a.row_ptr.push_back(32 * 32);
   return a;
 }
 
-TEST(CmrsParams, AutomaticHeightFillsAStripForEachWarp) {
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 200, 8), 16);  // mean 2: 16 rows of 2
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 300, 8), 11);  // mean 3: ceil(32 / 3)
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 500, 8), 7);   // mean 5
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 700, 8), 5);   // mean 7
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 800, 8), 4);   // mean 8: the paper's double height
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 500, 4), 7);   // float, mean 5
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 700, 4), 6);   // float: at least sec. 6.3's 6
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 1000000, 8), 4);  // long rows: the paper's height
-  EXPECT_EQ(cpu::cmrs_automatic_height(100, 10, 8), 16);   // mostly empty rows: at most 16
-  EXPECT_EQ(cpu::cmrs_automatic_height(0, 0, 8), 4);       // empty matrices
+TEST(CmrsParams, AutomaticHeightFollowsTheMeanRowLength) {
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 100, 8), 16);   // mean 1
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 399, 8), 16);   // mean 3.99
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 400, 8), 8);    // mean 4
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 3199, 8), 8);   // mean 31.99
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 3200, 8), 4);   // mean 32: the paper's double height
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 3200, 4), 6);   // the paper's float height
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 1000, 4), 8);   // float, mean 10
+  EXPECT_EQ(cpu::cmrs_automatic_height(100, 10, 8), 16);    // mostly empty rows
+  EXPECT_EQ(cpu::cmrs_automatic_height(0, 0, 8), 4);        // empty matrices
   EXPECT_EQ(cpu::cmrs_automatic_height(100, 0, 4), 6);
-  // 2^31 - 1 rows of one entry each: no overflow in 32 * rows.
+  // 2^31 - 1 rows: the thresholds times rows stay within 64 bits.
   EXPECT_EQ(cpu::cmrs_automatic_height(2147483647, 2147483647, 8), 16);
+  EXPECT_EQ(cpu::cmrs_automatic_height(2147483647, std::int64_t{40} * 2147483647, 8), 4);
 }
 
 TEST(CmrsParams, AutomaticChoicesFollowThePaper) {
-  const auto a = rows_of_eight();
+  const auto a = rows_of_32();
   const auto f = test::cast_values<float>(a);
   auto p = cpu::resolve_cmrs_params(f, P(0, 0));
   EXPECT_EQ(p.height, 6);  // sec. 6.3, K20M float
@@ -244,9 +244,9 @@ TEST(CmrsParams, AutomaticChoicesFollowThePaper) {
   EXPECT_FALSE(p.sort_columns);
   p = cpu::resolve_cmrs_params(a, P(0, 0));
   EXPECT_EQ(p.height, 4);  // sec. 6.3, K20M double
-  // Short rows (13 entries in 6 rows): ceil(32 * 6 / 13) = 15 rows per strip.
-  EXPECT_EQ(cpu::resolve_cmrs_params(example(), P(0, 0)).height, 15);
-  EXPECT_EQ(cpu::resolve_cmrs_params(test::cast_values<float>(example()), P(0, 0)).height, 15);
+  // Short rows (13 entries in 6 rows, mean 2.2): 16 rows per strip.
+  EXPECT_EQ(cpu::resolve_cmrs_params(example(), P(0, 0)).height, 16);
+  EXPECT_EQ(cpu::resolve_cmrs_params(test::cast_values<float>(example()), P(0, 0)).height, 16);
   p = cpu::resolve_cmrs_params(a, P(0, 8));
   EXPECT_EQ(p.height, 16);  // sec. 6.7 / appendix 10: HEIGHT = 16
   EXPECT_EQ(p.modulo, 8);
@@ -256,7 +256,7 @@ TEST(CmrsParams, AutomaticChoicesFollowThePaper) {
   EXPECT_TRUE(p.sort_columns);
   // The stored parameters are the resolved ones.
   EXPECT_TRUE(params_equal(cpu::csr_to_cmrs(a, P(0, 0)).params, P(4, 32)));
-  EXPECT_TRUE(params_equal(cpu::csr_to_cmrs(example(), P(0, 0)).params, P(15, 32)));
+  EXPECT_TRUE(params_equal(cpu::csr_to_cmrs(example(), P(0, 0)).params, P(16, 32)));
 }
 
 TEST(CmrsParams, BadRequestsAreUsageErrors) {

@@ -6,7 +6,7 @@ namespace spconv::cli {
 
 const std::vector<format_option_doc> format_option_docs = {
     {"cmrs", "--height N", "rows per strip, 1..16",
-     "ceil(32 / mean row length) in [6 (float) / 4 (double), 16]; 16 with --modulo < 32 (paper sec. 5, 6.3)"},
+     "by mean row length: 16 below 4, 8 below 32, else 6 (float) / 4 (double); 16 with --modulo < 32"},
     {"cmrs", "--modulo M", "sec. 6.7 within-strip reordering for a reduced buffer: 2, 4, 8, 16; 32 = off", "32"},
     {"cmrs", "--sort-columns", "order each strip by column (sec. 4; basic layout only)", "off"},
     {"mbr", "--block RxC", "block size, r*c <= 64", "fewest stored bytes among {1,2,4,8}^2"},

@@ -10,24 +10,27 @@ namespace spconv::cpu {
 // The automatic choices, for the fields a request leaves at 0:
 //   modulo: 32, the basic layout (the sec. 6.7 reordering is opt-in: it pads);
 //   height: with modulo < 32, 16 (sec. 6.7 and appendix 10 run HEIGHT = 16 with M = 8);
-//           otherwise cmrs_automatic_height below.
+//           otherwise cmrs_automatic_height below (by the mean row length).
 // Throws errc::usage for height outside 1..16, modulo not in {2, 4, 8, 16, 32},
 // height * modulo < 32 with modulo < 32, or sort_columns with modulo < 32.
 template <class V>
 cmrs_params resolve_cmrs_params(const csr<V, std::int32_t>& a, cmrs_params requested);
 
-// Entries a strip should hold at least: one per lane of the warp that reads it. Sec. 5's
-// eq. 5.1, f(h, mu) = 1 + (lambda - b) / (h mu b), is the bytes moved per byte used; with
-// the segment of sec. 6.7 (lambda = 256 bytes, b = 8 for double) f falls to ~2 at h mu = 32
-// and eq. 5.2 gives a speed-up of nearly h over one row per warp while mu <= 5.
-inline constexpr std::int64_t cmrs_strip_entries = 32;
-
-// The automatic height of the basic layout: the smallest height whose strips hold
-// cmrs_strip_entries entries at the mean row length (ceil(32 rows / nnz)), at least the
-// height sec. 6.3 found optimal on the K20M (6 for float, 4 for double: there the shared
-// buffer of height values per thread capped the occupancy), at most 16 (sec. 5: beyond it
-// eq. 5.2 gains little; 4 row bits). An H100 multiprocessor has 228 KB of shared memory, so
-// the height-16 buffer (32 KB per 256 threads in double) still leaves 7 blocks per SM.
+// The automatic height of the basic layout, by the mean row length mu = nnz / rows (sec. 5:
+// eq. 5.1 gives the bytes moved per byte used as f(h, mu) = 1 + (lambda - b) / (h mu b), so
+// short rows need tall strips; the occupancy that the buffer of h values per lane leaves
+// caps h, sec. 6.3):
+//   mu < cmrs_short_row_mean (4):  16, the most the 4 row bits hold: strips of < 64 entries;
+//   mu < cmrs_long_row_mean (32):  cmrs_mid_height (8): in double 2 KB of buffer per warp, so
+//                                  a 256-thread block takes 16 KB and an H100 SM still holds
+//                                  its full 2048 threads (16 rows: 32 KB, 7 blocks, 87.5%);
+//   otherwise: sec. 6.3's K20M optimum, 6 for float and 4 for double (rows long enough to
+//              fill a strip; a taller buffer only costs occupancy).
+// Measured on the H100 (double, specs/formats/cmrs.md): heights 4, 8 and 16 on the 20
+// replicated matrices; the thresholds follow where each height was the fastest.
+inline constexpr std::int64_t cmrs_short_row_mean = 4;
+inline constexpr std::int64_t cmrs_long_row_mean = 32;
+inline constexpr int cmrs_mid_height = 8;
 int cmrs_automatic_height(std::int64_t rows, std::int64_t nnz, int value_bytes);
 
 template <class V>

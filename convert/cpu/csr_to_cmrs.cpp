@@ -178,11 +178,12 @@ void build_reordered(const csr<V, std::int32_t>& a, cmrs<V>& out, std::int64_t s
 }  // namespace
 
 int cmrs_automatic_height(std::int64_t rows, std::int64_t nnz, int value_bytes) {
-  const std::int64_t paper = value_bytes == 4 ? 6 : 4;  // sec. 6.3, K20M
-  if (rows <= 0 || nnz <= 0) return static_cast<int>(paper);
-  // rows <= 2^31 and cmrs_strip_entries = 32: the product fits easily.
-  const std::int64_t fill = (cmrs_strip_entries * rows + nnz - 1) / nnz;
-  return static_cast<int>(std::clamp<std::int64_t>(fill, paper, cmrs_max_height));
+  const int paper = value_bytes == 4 ? 6 : 4;  // sec. 6.3, K20M
+  if (rows <= 0 || nnz <= 0) return paper;
+  // Compared in integers: mean < m  <=>  nnz < m * rows (rows <= 2^31, so no overflow).
+  if (nnz < cmrs_short_row_mean * rows) return cmrs_max_height;
+  if (nnz < cmrs_long_row_mean * rows) return cmrs_mid_height;
+  return paper;
 }
 
 template <class V>

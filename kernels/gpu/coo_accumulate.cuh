@@ -14,6 +14,8 @@ namespace spconv::gpu::detail {
 // Consecutive entries per lane: a warp takes a tile of 32 * coo_per_lane entries.
 inline constexpr int coo_per_lane = 4;
 inline constexpr int coo_block_threads = 256;  // a multiple of the warp
+// Rows a tile must end for their sums to go through shared memory (see coo_accumulate).
+inline constexpr int coo_staged_rows = 64;
 
 // out[k] = p[e0 + k] for k < coo_per_lane. `vector`: the run lies inside the array and p + e0
 // is 16-byte aligned, so it is read as 16-byte words (one or two per array); otherwise element
@@ -45,11 +47,11 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
 //     k adds the tail d lanes up while that lane's tail row is its own: rows are sorted, so
 //     the lanes in between hold only that row), so the lane where a row ends finds the row's
 //     sum over the lanes before it in the lane before it;
-//  3. each row the tile ends is added to y once: the lanes write their (row, sum) pairs to
-//     consecutive slots of a per-warp buffer in shared memory (an exclusive scan of the counts
-//     gives the slots), then the warp adds slot s by lane s % 32, so rows of one or two
-//     entries (up to 128 rows a tile) are added by whole-warp atomics on consecutive
-//     elements rather than by lanes 4 rows apart.
+//  3. each row the tile ends is added to y once, by the lane where it ends; but where the tile
+//     ends more than coo_staged_rows rows (rows of fewer than 2 entries), the lanes write
+//     their (row, sum) pairs to consecutive slots of a per-warp buffer in shared memory (an
+//     exclusive scan of the counts gives the slots) and the warp adds slot s by lane s % 32:
+//     whole-warp atomics on consecutive elements rather than lanes 4 rows apart.
 // Every addition to y is an atomicAdd whose result is unused (a reduction the L2 carries out,
 // nothing for the thread to wait for): rows with entries in two tiles need it, and a plain
 // y[r] += s waits for the load of y[r] (measured slower on rows of 1 entry, H200). The order
@@ -57,7 +59,9 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
 // Measured (H100, double, replicated set): a warp per 32 entries, one entry per lane, a scan
 // and an atomic per row piece for every 32 entries reached 0.81x cuSPARSE; 4 entries per lane
 // with each lane adding its own rows reached 0.92x but 0.70x on rows of 1 entry, whose
-// atomics then hit addresses 4 rows apart.
+// atomics then hit addresses 4 rows apart; staging every tile's rows took those to 0.99x but
+// cost 7-16% where rows hold 2 to 21 entries (bcspwr10 0.97x -> 0.81x, ca-AstroPh 0.98x ->
+// 0.86x): the scan and the shared-memory round trip cost more than they save there.
 template <class V, class I>
 __global__ void __launch_bounds__(coo_block_threads)
     coo_accumulate(std::int64_t n, const I* __restrict__ row, const I* __restrict__ col, const V* __restrict__ val,
@@ -114,20 +118,29 @@ __global__ void __launch_bounds__(coo_block_threads)
       ends[k] = r[k] >= 0 && next != r[k];
       count += ends[k] ? 1 : 0;
     }
+    // The tail's sum is the scanned one; a piece that ends before the tail is this lane's
+    // own, plus the carry when it is the head row's.
+    const auto row_sum = [&](int k) {
+      return alpha * (k == E - 1 ? tail : seg[k] + (r[k] == head_row ? carry : V(0)));
+    };
+    const int total = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(count)));
+    if (total <= coo_staged_rows) {
+#pragma unroll
+      for (int k = 0; k < E; ++k)
+        if (ends[k]) atomicAdd(y + r[k], row_sum(k));
+      continue;
+    }
     int first = count;  // exclusive scan of the counts: this lane's first slot
     for (int d = 1; d < warp; d *= 2) {
       const int other = __shfl_up_sync(0xffffffffu, first, d);
       if (lane >= d) first += other;
     }
-    const int total = __shfl_sync(0xffffffffu, first, warp - 1);
     first -= count;
 #pragma unroll
     for (int k = 0; k < E; ++k)
       if (ends[k]) {
-        // The tail's sum is the scanned one; a piece that ends before the tail is this lane's
-        // own, plus the carry when it is the head row's.
         rows_out[first] = r[k];
-        sums_out[first] = alpha * (k == E - 1 ? tail : seg[k] + (r[k] == head_row ? carry : V(0)));
+        sums_out[first] = row_sum(k);
         ++first;
       }
     __syncwarp();
