@@ -5,6 +5,7 @@
 // into registers and the R x C products unroll.
 #include <cuda_runtime.h>
 
+#include <bit>
 #include <string>
 
 #include "formats/instantiate.hpp"
@@ -112,7 +113,10 @@ kernel_fn<V> pick(int r, int c) {
 }  // namespace
 
 int bcsr_lanes_per_block_row(std::int64_t block_rows, std::int64_t nblocks) {
-  return csr_vector_lanes(block_rows, nblocks);
+  if (block_rows <= 0 || nblocks <= block_rows) return 1;
+  if (nblocks / block_rows >= csr_scalar_below) return csr_vector_lanes(block_rows, nblocks);
+  const std::int64_t mean_up = (nblocks + block_rows - 1) / block_rows;  // 2 .. 10
+  return static_cast<int>(std::bit_ceil(static_cast<std::uint64_t>(mean_up)));
 }
 
 template <class V>

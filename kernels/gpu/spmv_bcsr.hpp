@@ -22,12 +22,13 @@ namespace spconv::gpu {
 template <class V>
 void spmv(const bcsr<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
 
-// Lanes per block row: CSR's rule (csr_vector_lanes, kernels/gpu/spmv.hpp) with the block as
-// the unit, by the mean number of blocks per block row m: one lane (a thread per block row)
-// below 10, a warp from 64, else the largest power of two not above m. With 1 x 1 blocks the
-// arrays are CSR's and so is the kernel's shape. Rounding the mean up instead (8 lanes for
-// block rows of 5 blocks) left most lanes of short block rows idle: BCSR ran at ~0.5x of the
-// CSR kernel on the same arrays (H100, replicated set, 2026-11-23).
+// Lanes per block row (blocks larger than 1 x 1; those run the CSR kernel), by the mean
+// number of blocks per block row m: below 10 (csr_scalar_below), m rounded up to a power of two
+// (2 to 16), so that a lane holds about one block; from 10, CSR's rule (csr_vector_lanes,
+// kernels/gpu/spmv.hpp): the largest power of two not above m, a warp from 64. Measured on the
+// H100 (replicated set): memplus_rhs1 in 8 x 1 blocks (m just above 1) ran 1.89x cuSPARSE with
+// 2 lanes and 1.21x with CSR's one lane per block row (a lane then sums 8 rows); fidapex6 in
+// 2 x 1 blocks (m ~ 34) ran 0.73x with CSR's 16 lanes and 0.53x with 32.
 int bcsr_lanes_per_block_row(std::int64_t block_rows, std::int64_t nblocks);
 
 }  // namespace spconv::gpu

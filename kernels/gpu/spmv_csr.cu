@@ -43,9 +43,10 @@ __global__ void __launch_bounds__(block_threads)
       // A thread per row (L = 1) takes its entries csr_batch at a time: all their column and
       // value loads are issued, then their x loads, then the adds in the entries' order, so
       // the thread has csr_batch loads in flight instead of one chain of col -> x -> add per
-      // entry. Measured on an H200 (replicated set): +3% to +12% on the matrices with a
-      // thread per row, but -4% to -9% with vectors of 8 to 32 lanes, which already keep
-      // several loads in flight per row, so vectors keep the plain loop.
+      // entry. Measured (replicated set): +4% to +16% on 8 of the 11 matrices with a thread
+      // per row, -5% and -7% on two (H100; specs/gpu.md), but -4% to -9% with vectors of 8
+      // to 32 lanes (H200), which already keep several loads in flight per row, so vectors
+      // keep the plain loop.
       if constexpr (L == 1)
         for (; k + csr_batch - 1 < end; k += csr_batch) {
           I c[csr_batch];
