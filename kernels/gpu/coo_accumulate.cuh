@@ -14,8 +14,10 @@ namespace spconv::gpu::detail {
 // Consecutive entries per lane: a warp takes a tile of 32 * coo_per_lane entries.
 inline constexpr int coo_per_lane = 4;
 inline constexpr int coo_block_threads = 256;  // a multiple of the warp
-// Rows a tile must end for their sums to go through shared memory (see coo_accumulate).
-inline constexpr int coo_staged_rows = 64;
+// Whether coo_accumulate adds the row sums through shared memory (Staged, see there): for
+// matrices whose rows average fewer than 2 entries. A host-side choice, so that the kernel for
+// longer rows holds no shared memory (which would take L1 from the gathers of x).
+inline bool coo_stages_row_sums(std::int64_t rows, std::int64_t entries) { return entries < 2 * rows; }
 
 // out[k] = p[e0 + k] for k < coo_per_lane. `vector`: the run lies inside the array and p + e0
 // is 16-byte aligned, so it is read as 16-byte words (one or two per array); otherwise element
@@ -47,11 +49,11 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
 //     k adds the tail d lanes up while that lane's tail row is its own: rows are sorted, so
 //     the lanes in between hold only that row), so the lane where a row ends finds the row's
 //     sum over the lanes before it in the lane before it;
-//  3. each row the tile ends is added to y once, by the lane where it ends; but where the tile
-//     ends more than coo_staged_rows rows (rows of fewer than 2 entries), the lanes write
-//     their (row, sum) pairs to consecutive slots of a per-warp buffer in shared memory (an
-//     exclusive scan of the counts gives the slots) and the warp adds slot s by lane s % 32:
-//     whole-warp atomics on consecutive elements rather than lanes 4 rows apart.
+//  3. each row the tile ends is added to y once, by the lane where it ends; Staged (rows of
+//     fewer than 2 entries, coo_stages_row_sums): the lanes write their (row, sum) pairs to
+//     consecutive slots of a per-warp buffer in shared memory (an exclusive scan of the
+//     counts gives the slots) and the warp adds slot s by lane s % 32: whole-warp atomics on
+//     consecutive elements rather than lanes 4 rows apart.
 // Every addition to y is an atomicAdd whose result is unused (a reduction the L2 carries out,
 // nothing for the thread to wait for): rows with entries in two tiles need it, and a plain
 // y[r] += s waits for the load of y[r] (measured slower on rows of 1 entry, H200). The order
@@ -61,18 +63,15 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
 // with each lane adding its own rows reached 0.92x but 0.70x on rows of 1 entry, whose
 // atomics then hit addresses 4 rows apart; staging every tile's rows took those to 0.99x but
 // cost 7-16% where rows hold 2 to 21 entries (bcspwr10 0.97x -> 0.81x, ca-AstroPh 0.98x ->
-// 0.86x): the scan and the shared-memory round trip cost more than they save there.
-template <class V, class I>
+// 0.86x), and staging only the tiles that end more than 64 rows, in the same kernel, still
+// cost ca-AstroPh 6% (0.92x): the kernel's shared memory alone takes L1 from the gathers of x.
+template <class V, class I, bool Staged>
 __global__ void __launch_bounds__(coo_block_threads)
     coo_accumulate(std::int64_t n, const I* __restrict__ row, const I* __restrict__ col, const V* __restrict__ val,
                    V alpha, const V* __restrict__ x, V* y, bool aligned) {
   constexpr int warp = 32, E = coo_per_lane;
   constexpr std::int64_t tile = std::int64_t{warp} * E;
-  __shared__ I slot_row[coo_block_threads / warp][warp * E];
-  __shared__ V slot_sum[coo_block_threads / warp][warp * E];
   const int lane = static_cast<int>(threadIdx.x % warp);
-  I* const rows_out = slot_row[threadIdx.x / warp];
-  V* const sums_out = slot_sum[threadIdx.x / warp];
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp;
   for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp * tile; base < n;
        base += warps * tile) {
@@ -123,44 +122,52 @@ __global__ void __launch_bounds__(coo_block_threads)
     const auto row_sum = [&](int k) {
       return alpha * (k == E - 1 ? tail : seg[k] + (r[k] == head_row ? carry : V(0)));
     };
-    const int total = static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(count)));
-    if (total <= coo_staged_rows) {
+    if constexpr (!Staged) {
 #pragma unroll
       for (int k = 0; k < E; ++k)
         if (ends[k]) atomicAdd(y + r[k], row_sum(k));
-      continue;
-    }
-    int first = count;  // exclusive scan of the counts: this lane's first slot
-    for (int d = 1; d < warp; d *= 2) {
-      const int other = __shfl_up_sync(0xffffffffu, first, d);
-      if (lane >= d) first += other;
-    }
-    first -= count;
-#pragma unroll
-    for (int k = 0; k < E; ++k)
-      if (ends[k]) {
-        rows_out[first] = r[k];
-        sums_out[first] = row_sum(k);
-        ++first;
+    } else {
+      __shared__ I slot_row[coo_block_threads / warp][warp * E];
+      __shared__ V slot_sum[coo_block_threads / warp][warp * E];
+      I* const rows_out = slot_row[threadIdx.x / warp];
+      V* const sums_out = slot_sum[threadIdx.x / warp];
+      int first = count;  // exclusive scan of the counts: this lane's first slot
+      for (int d = 1; d < warp; d *= 2) {
+        const int other = __shfl_up_sync(0xffffffffu, first, d);
+        if (lane >= d) first += other;
       }
-    __syncwarp();
-    for (int slot = lane; slot < total; slot += warp) atomicAdd(y + rows_out[slot], sums_out[slot]);
-    __syncwarp();  // the buffer is refilled by the next tile
+      const int total = __shfl_sync(0xffffffffu, first, warp - 1);
+      first -= count;
+#pragma unroll
+      for (int k = 0; k < E; ++k)
+        if (ends[k]) {
+          rows_out[first] = r[k];
+          sums_out[first] = row_sum(k);
+          ++first;
+        }
+      __syncwarp();
+      for (int slot = lane; slot < total; slot += warp) atomicAdd(y + rows_out[slot], sums_out[slot]);
+      __syncwarp();  // the buffer is refilled by the next tile
+    }
   }
 }
 
-// Queues coo_accumulate over n entries on `stream`; `what` names the caller in errors.
+// Queues coo_accumulate over n entries on `stream` (staged: see coo_stages_row_sums); `what`
+// names the caller in errors.
 template <class V, class I>
 void launch_coo_accumulate(std::int64_t n, const I* row, const I* col, const V* val, V alpha, const V* x, V* y,
-                           cudaStream_t stream, std::string_view what) {
+                           bool staged, cudaStream_t stream, std::string_view what) {
   if (n == 0) return;
   constexpr int threads = coo_block_threads;
   const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool aligned = on16(row) && on16(col) && on16(val);
   // A warp per tile, whole warps: every lane of a warp takes part in the shuffles.
   const std::int64_t tiles = (n + 32 * coo_per_lane - 1) / (32 * coo_per_lane);
-  coo_accumulate<V, I><<<launch_blocks(tiles * 32, threads), threads, 0, stream>>>(n, row, col, val, alpha, x, y,
-                                                                                  aligned);
+  const unsigned blocks = launch_blocks(tiles * 32, threads);
+  if (staged)
+    coo_accumulate<V, I, true><<<blocks, threads, 0, stream>>>(n, row, col, val, alpha, x, y, aligned);
+  else
+    coo_accumulate<V, I, false><<<blocks, threads, 0, stream>>>(n, row, col, val, alpha, x, y, aligned);
   check_cuda(cudaGetLastError(), what);
 }
 

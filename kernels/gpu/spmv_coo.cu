@@ -31,7 +31,8 @@ void spmv(const coo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_con
   scale<V><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the coo scaling kernel");
   detail::launch_coo_accumulate(static_cast<std::int64_t>(n), a.row_idx.data(), a.col_idx.data(), a.values.data(),
-                                alpha, x, y, s, "gpu::spmv: launching the coo kernel");
+                                alpha, x, y, detail::coo_stages_row_sums(a.rows, static_cast<std::int64_t>(n)), s,
+                                "gpu::spmv: launching the coo kernel");
 }
 
 #define SPCONV_INST(V, I) template void spmv<V, I>(const coo<V, I, device>&, V, const V*, V, V*, gpu_context&);

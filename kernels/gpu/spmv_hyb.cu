@@ -47,8 +47,9 @@ void spmv(const hyb<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V*
   ell_rows<V><<<launch_blocks(rows, block_threads), block_threads, 0, s>>>(
       rows, w, a.ell.col_idx.data(), a.ell.values.data(), alpha, x, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the hyb ELL kernel");
-  detail::launch_coo_accumulate(tail, a.coo.row_idx.data(), a.coo.col_idx.data(), a.coo.values.data(), alpha, x, y, s,
-                                "gpu::spmv: launching the hyb COO tail kernel");
+  // The tail holds the entries of rows longer than the ELL width, not rows of one entry.
+  detail::launch_coo_accumulate(tail, a.coo.row_idx.data(), a.coo.col_idx.data(), a.coo.values.data(), alpha, x, y,
+                                false, s, "gpu::spmv: launching the hyb COO tail kernel");
 }
 
 #define SPCONV_INST(V) template void spmv<V>(const hyb<V, std::int32_t, device>&, V, const V*, V, V*, gpu_context&);
