@@ -1,6 +1,7 @@
 // COO SpMV on the GPU, y = alpha*A*x + beta*y (liu-thesis-csr5.txt sec. 5.2.3): y is scaled by
-// beta, then a warp per 32 consecutive entries adds its row pieces (segmented sum by shuffles,
-// one atomicAdd per piece). Queued on ctx's stream; beta == 0 writes y without reading it.
+// beta, then a warp per tile of 128 consecutive entries (4 a lane) sums its rows (segmented
+// sum by shuffles) and adds each row it ends with one atomicAdd (kernels/gpu/coo_accumulate.cuh,
+// specs/gpu.md). Queued on ctx's stream; beta == 0 writes y without reading it.
 // `a` must be row-sorted as validate() requires (the segmented sum relies on it).
 #pragma once
 #ifdef SPCONV_HAVE_CUDA
