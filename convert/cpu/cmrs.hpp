@@ -33,9 +33,6 @@ inline constexpr std::int64_t cmrs_long_row_mean = 32;
 inline constexpr int cmrs_mid_height = 8;
 int cmrs_automatic_height(std::int64_t rows, std::int64_t nnz, int value_bytes);
 
-template <class V>
-cmrs_params resolve_cmrs_params(const csr<V, std::int32_t>& a, cmrs_params requested);
-
 // CSR (canonical) -> CMRS with resolve_cmrs_params(a, requested). Throws
 // errc::unsupported for more than 2^28 columns (28-bit column field, sec. 4) or when the
 // padded slot count of the sec. 6.7 layout exceeds the 32-bit strip offsets.
