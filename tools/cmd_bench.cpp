@@ -55,6 +55,18 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
+// A given format parameter out of its range (--height 17, --block 9x9 for mbr, ...) is refused
+// as a usage error before anything is measured, as `convert` refuses it: the rules' range
+// checks need no matrix, so each measured format's parameters are resolved on an empty one.
+void check_format_parameters(const bench::settings& s) {
+  csr<double, std::int32_t> a;
+  a.row_ptr = {0};
+  const any_matrix empty(std::move(a));
+  convert_options o = s.options;
+  o.values = s.values;
+  for (const auto& name : s.formats) resolve_params(empty, name, o);
+}
+
 std::vector<std::string> parse_formats(const std::string& list) {
   if (list == "all") return {format_list.begin(), format_list.end()};
   std::vector<std::string> out;
@@ -234,6 +246,7 @@ command add_bench(CLI::App& app) {
             s.formats = parse_formats(o->formats);
             params(s.options);
             s.values = parse_value_type(o->type);
+            check_format_parameters(s);
             if (o->device == "cpu") {
               s.cpu = true;
             } else if (o->device == "gpu") {
