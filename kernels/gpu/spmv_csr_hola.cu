@@ -40,63 +40,67 @@ __device__ __forceinline__ V scaled(V beta, const V* y, std::int64_t r) {
   return beta == V(0) ? V(0) : beta * y[r];  // beta == 0 never reads y (BLAS semantics)
 }
 
-// Algorithm 2 (AssignRowsGlobal), a thread per row: the row holding entry b*npb becomes block
-// b's first row. Rows a block starts in receive atomic additions (from this block and the one
-// before), so they are set to beta*y here; so are empty rows, which no block writes.
-// starts[blocks] = rows - 1 bounds the last block.
+// Algorithm 2 (AssignRowsGlobal), a thread per row: bounds[2b] = block b's first row (the row
+// holding entry b*npb) and bounds[2b + 1] = its last (the row holding the block's last entry),
+// so that the core kernel reads both with one load and searches nothing. Rows a block starts in
+// receive atomic additions (from this block and the one before), so they are set to beta*y
+// here; so are empty rows, which no block writes.
 template <class V, class I>
-__global__ void assign_rows_global(std::int64_t rows, const I* __restrict__ ptr, I* starts, std::int64_t blocks,
+__global__ void assign_rows_global(std::int64_t rows, std::int64_t nnz, const I* __restrict__ ptr, I* bounds,
                                    V beta, V* y) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
     const std::int64_t a = ptr[r], b = ptr[r + 1];
     bool starts_block = false;
-    if (a < b)
+    if (a < b) {
       for (std::int64_t blk = (a + npb - 1) / npb, last = (b - 1) / npb; blk <= last; ++blk) {
-        starts[blk] = static_cast<I>(r);
+        bounds[2 * blk] = static_cast<I>(r);
         starts_block = true;
       }
+      // Blocks whose last entry, min((blk + 1) * npb, nnz) - 1, lies in [a, b).
+      for (std::int64_t blk = a / npb, last = b / npb - 1; blk <= last; ++blk) bounds[2 * blk + 1] = static_cast<I>(r);
+      if (b == nnz) bounds[2 * ((nnz - 1) / npb) + 1] = static_cast<I>(r);
+    }
     if (a == b || starts_block) y[r] = scaled(beta, y, r);
-    if (r == rows - 1) starts[blocks] = static_cast<I>(rows - 1);
   }
-}
-
-// The last row of [lo, hi] that begins before entry `end`: ptr is non-decreasing and ptr[lo] <
-// end, so a binary search finds it.
-template <class I>
-__device__ std::int64_t last_row_before(const I* ptr, std::int64_t lo, std::int64_t hi, std::int64_t end) {
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (ptr[mid] < end) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 // Algorithms 3-4 (CoreHola SpMV with AssignRowsLocal) for one block of npb entries. Six blocks
-// per SM (40 registers, no spill with 32-bit indices; ~22 KB of shared memory for double): the
+// per SM (40 registers, no spill with 32-bit indices; ~23 KB of shared memory for double): the
 // block's phases wait on loads and barriers, and more resident blocks overlap them. Measured
 // on the H100 (double, replicated set): 5 blocks per SM (48 registers) 1.06x cuSPARSE, 6 blocks
-// 1.07x, 8 blocks (32 registers, spilling) 0.99x, losing most on long rows.
+// 1.07x, 8 blocks (32 registers, spilling) 0.99x, losing most on long rows. Each block's last
+// row from the first kernel instead of a search here, and the row ends cached, then took 6
+// blocks from 1.07x to 1.09x (stencil 1.10x to 1.14x), most where rows begin at a block's
+// end, which the search took longest on (n1024-l1 0.91x to 1.07x).
 template <class V, class I>
 __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const I* __restrict__ ptr,
                                                      const I* __restrict__ col, const V* __restrict__ val,
-                                                     const I* __restrict__ starts, V alpha,
+                                                     const I* __restrict__ bounds, V alpha,
                                                      const V* __restrict__ x, V beta, V* y) {
   __shared__ V product[npb + npb / npt];  // padded: entry l at l + l / npt
   __shared__ V buffer[buffer_rows];       // the block's sum per local row
   __shared__ int row_start[threads];      // local row of each thread's first entry
   __shared__ unsigned row_end_bits[threads];
   __shared__ int warp_has_empty[threads / warp_size];
+  // ptr[first_row + k + 1] for the local rows k < threads: all rows of a block on the bit-mask
+  // path, the first of a thread's rows on the short-row path. Caching a short-row block's
+  // further rows too (8 KiB) cost the other blocks more: 1.01x against 1.07x before it (H100;
+  // likely the smaller L1 that 8 KiB more per resident block leaves to the x gathers, not
+  // profiled), and so did loading them in registers before the barrier (1.02x).
+  __shared__ I row_ends[threads];
 
   const int tid = static_cast<int>(threadIdx.x);
   const std::int64_t block_start = static_cast<std::int64_t>(blockIdx.x) * npb;
   const std::int64_t block_end = min(block_start + npb, nnz);
   const int count = static_cast<int>(block_end - block_start);
+  const std::int64_t first_row = bounds[2 * blockIdx.x], last_row = bounds[2 * blockIdx.x + 1];
+  const std::int64_t local_rows = last_row - first_row + 1;
   // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
-  // All npt column and value loads are issued before the first x load, and all of them before
-  // the block's rows are known: the row bounds below are a chain of dependent loads, which
-  // would otherwise delay every block's first data load.
+  // All npt column and value loads are issued before the first x load, and the end of the
+  // thread's local row (every row of a block on the bit-mask path, which has fewer rows than
+  // threads) with them: the row bounds and the data then cost one memory latency together
+  // instead of one after the other.
   {
     I c[npt];
     V v[npt];
@@ -108,19 +112,20 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
         v[i] = val[block_start + l];
       }
     }
+    const I own_end = tid < local_rows ? ptr[first_row + tid + 1] : I{0};
 #pragma unroll
     for (int i = 0; i < npt; ++i) {
       const int l = tid + i * threads;
       if (l < count) product[l + l / npt] = v[i] * x[c[i]];
     }
+    if (tid < local_rows) row_ends[tid] = own_end;
   }
-  // The block's last row is the one holding the next block's first entry, unless a row begins
-  // exactly there: then it is the last non-empty row before it (found by a search, since
-  // empty rows may come between).
-  const std::int64_t first_row = starts[blockIdx.x];
-  std::int64_t last_row = starts[blockIdx.x + 1];
-  if (ptr[last_row] >= block_end) last_row = last_row_before(ptr, first_row, last_row - 1, block_end);
-  const std::int64_t local_rows = last_row - first_row + 1;
+  // Local row k's entries are [row_begin(k), row_end(k)); row_begin(0) is block_start rather
+  // than ptr[first_row], which only ever serves clipped to the block.
+  const auto row_end = [&](std::int64_t k) -> std::int64_t {
+    return k < threads ? row_ends[k] : ptr[first_row + k + 1];
+  };
+  const auto row_begin = [&](std::int64_t k) -> std::int64_t { return k == 0 ? block_start : row_end(k - 1); };
 
   // Short rows (a locally adaptive choice, sec. 3.2's spirit): where the block's rows average
   // fewer than hola_short_row_entries entries, the bit masks, the buffer and the shared-row
@@ -132,7 +137,7 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
     __syncthreads();
     for (std::int64_t k = tid; k < local_rows; k += threads) {
       const std::int64_t r = first_row + k;
-      const std::int64_t ra = ptr[r], rb = ptr[r + 1];
+      const std::int64_t ra = row_begin(k), rb = row_end(k);
       if (ra == rb) continue;  // empty rows were written by the first kernel
       const int a = static_cast<int>(max(ra - block_start, std::int64_t{0}));
       const int b = static_cast<int>(min(rb - block_start, static_cast<std::int64_t>(count)));
@@ -152,9 +157,8 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
   if (tid < threads / warp_size) warp_has_empty[tid] = 0;
   __syncthreads();
   for (std::int64_t k = tid; k < local_rows; k += threads) {
-    const std::int64_t r = first_row + k;
-    const std::int64_t a = max(static_cast<std::int64_t>(ptr[r]) - block_start, std::int64_t{0});
-    const std::int64_t b = min(static_cast<std::int64_t>(ptr[r + 1]) - block_start, static_cast<std::int64_t>(count));
+    const std::int64_t a = max(row_begin(k) - block_start, std::int64_t{0});
+    const std::int64_t b = min(row_end(k) - block_start, static_cast<std::int64_t>(count));
     if (a >= b) {
       // An empty row: the warp whose thread ends the row before it must skip it (sec. 3.3).
       const std::int64_t before = a > 0 ? (a - 1) / npt : 0;
@@ -187,7 +191,7 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
       sum = 0;
       ++row;
       if (skip_empty)  // the next entry's row: skip rows that end at or before it
-        while (first_row + row < last_row && ptr[first_row + row + 1] <= block_start + p0 + i + 1) ++row;
+        while (row < local_rows - 1 && row_end(row) <= block_start + p0 + i + 1) ++row;
     }
   }
 
@@ -219,9 +223,9 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
   // other blocks (the first kernel set them to beta*y): add. Every other non-empty row is this
   // block's alone: write it once (empty rows were written by the first kernel).
   for (std::int64_t k = tid; k < local_rows; k += threads) {
-    const std::int64_t r = first_row + k;
-    if (ptr[r] == ptr[r + 1]) continue;
-    if (k == 0 || (k == local_rows - 1 && ptr[r + 1] > block_end)) atomicAdd(y + r, alpha * buffer[k]);
+    const std::int64_t r = first_row + k, rb = row_end(k);
+    if (row_begin(k) == rb) continue;
+    if (k == 0 || (k == local_rows - 1 && rb > block_end)) atomicAdd(y + r, alpha * buffer[k]);
     else y[r] = alpha * buffer[k] + scaled(beta, y, r);
   }
 }
@@ -236,14 +240,14 @@ void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gp
   if (a.rows == 0) return;
   const std::int64_t nnz = static_cast<std::int64_t>(a.col_idx.size());
   const std::int64_t blocks = (nnz + npb - 1) / npb;
-  auto* starts = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(blocks + 1) * sizeof(I)));
+  auto* bounds = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(2 * blocks) * sizeof(I)));
   const auto s = static_cast<cudaStream_t>(ctx.stream());
-  assign_rows_global<V, I><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, a.row_ptr.data(), starts, blocks,
+  assign_rows_global<V, I><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, nnz, a.row_ptr.data(), bounds,
                                                                               beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the row assignment kernel");
   if (blocks == 0) return;
   hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(nnz, a.row_ptr.data(), a.col_idx.data(),
-                                                                    a.values.data(), starts, alpha, x, beta, y);
+                                                                    a.values.data(), bounds, alpha, x, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the core kernel");
 }
 

@@ -2,7 +2,7 @@
 // CSR: no preprocessing, no stored extra arrays, two kernels per product. y = alpha*A*x +
 // beta*y with A, x and y in device memory, queued on ctx's stream (complete after
 // ctx.synchronize()); beta == 0 writes y without reading it. Uses ctx.workspace() for the
-// per-block row starts (8 bytes per 2048 entries). Results may differ in the last bits from
+// first and last row of each block (two indices per 2048 entries). Results may differ in the last bits from
 // run to run (shared-memory atomics order partial sums), within the bound of specs/gpu.md.
 #pragma once
 #ifdef SPCONV_HAVE_CUDA

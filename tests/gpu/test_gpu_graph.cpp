@@ -247,6 +247,9 @@ TEST(GpuHola, RowsSpanningBlocksAndEndingOnBlockBoundaries) {
   check_hola(rows_of_lengths({5 * b + 3}, 20000), ctx);                       // one row, six blocks
   check_hola(rows_of_lengths({b, b, b / 2, b / 2, t, t - 1, t + 1}, 5000), ctx);  // ends on boundaries
   check_hola(rows_of_lengths({1, 3 * b, 1, 2 * b - 1, 2, b + 1}, 9000), ctx);
+  // Rows of one entry: every block ends where a row ends, and its rows past the first 256 are
+  // read from row_ptr rather than from the block's cache of row ends.
+  check_hola(rows_of_lengths(std::vector<std::int64_t>(5 * b + 17, 1), 3000), ctx);
   std::vector<std::int64_t> mixed;
   for (int r = 0; r < 5000; ++r) mixed.push_back(r % 97 == 0 ? 3000 : r % 5);
   check_hola(rows_of_lengths(mixed, 4000), ctx);
@@ -273,6 +276,7 @@ TEST(GpuHola, EmptyRowsInsideAndBetweenBlocks) {
   std::vector<std::int64_t> tail_empty(3000, 0);
   tail_empty[0] = 2 * b + 5;
   check_hola(rows_of_lengths(tail_empty, 6000), ctx);
+  check_hola(rows_of_lengths({b, b, 0, 0}, 3 * b), ctx);  // whole blocks, then empty rows
   check_hola(rows_of_lengths(std::vector<std::int64_t>(1000, 0), 10), ctx);  // no entries at all
 }
 
