@@ -11,6 +11,7 @@
 
 #include "convert/gpu/ccoo_device.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/spmv_ccoo.hpp"
 
 namespace spconv::gpu {
@@ -20,13 +21,6 @@ using I = std::int32_t;
 constexpr int block_threads = 256;
 constexpr int warp_size = 32;
 
-// y = beta * y, or 0 without reading y when beta == 0: the chunks then add alpha * A * x.
-template <class V>
-__global__ void scale(std::int64_t rows, V beta, V* y) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride)
-    y[r] = beta == V(0) ? V(0) : beta * y[r];
-}
 
 // y[row] += v from many threads. PTX's atom/red.add.f32 flush subnormal inputs and results
 // to zero (PTX ISA, "atom"), which loses whole rows of tiny values (memplus_rhs1.mtx holds a
@@ -258,7 +252,7 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   if (a.rows == 0) return;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
   if (beta != V(1)) {
-    scale<V><<<launch_blocks(a.rows, block_threads), block_threads, 0, s>>>(a.rows, beta, y);
+    scale_y<V><<<launch_blocks(a.rows, block_threads), block_threads, 0, s>>>(a.rows, beta, y);
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO y scaling");
   }
   const std::int64_t chunks = static_cast<std::int64_t>(a.chunk_format.size());

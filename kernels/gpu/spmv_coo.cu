@@ -5,19 +5,10 @@
 
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/coo_accumulate.cuh"
+#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/spmv_coo.hpp"
 
 namespace spconv::gpu {
-namespace {
-
-template <class V>
-__global__ void scale(std::int64_t n, V beta, V* y) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    y[i] = beta == V(0) ? V(0) : beta * y[i];  // beta == 0 never reads y
-}
-
-}  // namespace
 
 template <class V, class I>
 void spmv(const coo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
@@ -28,7 +19,7 @@ void spmv(const coo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_con
   if (a.rows == 0) return;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
   constexpr int threads = 256;
-  scale<V><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, beta, y);
+  scale_y<V><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the coo scaling kernel");
   detail::launch_coo_accumulate(static_cast<std::int64_t>(n), a.row_idx.data(), a.col_idx.data(), a.values.data(),
                                 alpha, x, y, detail::coo_stages_row_sums(a.rows, static_cast<std::int64_t>(n)), s,

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/spmv_csr_hola.hpp"
 
 namespace spconv::gpu {
@@ -35,33 +36,78 @@ constexpr int npb = hola_entries_per_block;
 constexpr int buffer_rows = npb / hola_short_row_entries;
 static_assert(npt <= 32, "row-end bits of a thread's entries live in one 32-bit mask");
 
-template <class V>
-__device__ __forceinline__ V scaled(V beta, const V* y, std::int64_t r) {
-  return beta == V(0) ? V(0) : beta * y[r];  // beta == 0 never reads y (BLAS semantics)
-}
+// The first kernel (Algorithm 2, AssignRowsGlobal) writes bounds[2b] = block b's first row
+// (the row holding entry b*npb) and bounds[2b + 1] = its last (the row holding the block's last
+// entry), so that the core kernel reads both with one load and searches nothing. Rows a block
+// starts in receive atomic additions (from this block and the one before), so the first kernel
+// sets them to beta*y; the core kernel writes every other row, empty ones included (the paper
+// zeroes all of y in its thread-per-row first kernel, which the search below has no thread for).
 
-// Algorithm 2 (AssignRowsGlobal), a thread per row: bounds[2b] = block b's first row (the row
-// holding entry b*npb) and bounds[2b + 1] = its last (the row holding the block's last entry),
-// so that the core kernel reads both with one load and searches nothing. Rows a block starts in
-// receive atomic additions (from this block and the one before), so they are set to beta*y
-// here; so are empty rows, which no block writes.
+// hola_row_assignment::scatter, a thread per row (Algorithm 2 as in the paper).
 template <class V, class I>
-__global__ void assign_rows_global(std::int64_t rows, std::int64_t nnz, const I* __restrict__ ptr, I* bounds,
-                                   V beta, V* y) {
+__global__ void assign_rows_scatter(std::int64_t rows, std::int64_t nnz, const I* __restrict__ ptr, I* bounds,
+                                    V beta, V* y) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
     const std::int64_t a = ptr[r], b = ptr[r + 1];
+    if (a == b) continue;
     bool starts_block = false;
-    if (a < b) {
-      for (std::int64_t blk = (a + npb - 1) / npb, last = (b - 1) / npb; blk <= last; ++blk) {
-        bounds[2 * blk] = static_cast<I>(r);
-        starts_block = true;
-      }
-      // Blocks whose last entry, min((blk + 1) * npb, nnz) - 1, lies in [a, b).
-      for (std::int64_t blk = a / npb, last = b / npb - 1; blk <= last; ++blk) bounds[2 * blk + 1] = static_cast<I>(r);
-      if (b == nnz) bounds[2 * ((nnz - 1) / npb) + 1] = static_cast<I>(r);
+    for (std::int64_t blk = (a + npb - 1) / npb, last = (b - 1) / npb; blk <= last; ++blk) {
+      bounds[2 * blk] = static_cast<I>(r);
+      starts_block = true;
     }
-    if (a == b || starts_block) y[r] = scaled(beta, y, r);
+    // Blocks whose last entry, min((blk + 1) * npb, nnz) - 1, lies in [a, b).
+    for (std::int64_t blk = a / npb, last = b / npb - 1; blk <= last; ++blk) bounds[2 * blk + 1] = static_cast<I>(r);
+    if (b == nnz) bounds[2 * ((nnz - 1) / npb) + 1] = static_cast<I>(r);
+    if (starts_block) y[r] = scaled_y(beta, y, r);
+  }
+}
+
+// The row holding entry k (ptr[r] <= k < ptr[r + 1], 0 <= k < nnz): first the row where k
+// would lie were all rows equally long, then a bracket [lo, hi) with ptr[lo] <= k < ptr[hi]
+// widened from there by doubling steps, then a binary search inside it. On matrices whose rows
+// are alike (the replicated set, stencils) the guess is within a few rows: a handful of
+// dependent loads instead of log2(rows).
+template <class I>
+__device__ std::int64_t row_of_entry(const I* ptr, std::int64_t rows, std::int64_t nnz, std::int64_t k) {
+  std::int64_t guess = static_cast<std::int64_t>(static_cast<double>(k) / static_cast<double>(nnz) * rows);
+  guess = min(max(guess, std::int64_t{0}), rows - 1);
+  std::int64_t lo, hi;
+  if (ptr[guess] <= k) {
+    lo = guess;
+    hi = guess + 1;
+    for (std::int64_t step = 1; hi < rows && ptr[hi] <= k; step *= 2) {
+      lo = hi;
+      hi = min(hi + step, rows);  // ptr[rows] = nnz > k
+    }
+  } else {
+    hi = guess;
+    lo = guess - 1;
+    for (std::int64_t step = 1; lo > 0 && ptr[lo] > k; step *= 2) {
+      hi = lo;
+      lo = max(lo - step, std::int64_t{0});  // ptr[0] = 0 <= k
+    }
+  }
+  while (hi - lo > 1) {  // the last row whose start is <= k: a non-empty row
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (ptr[mid] <= k) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// hola_row_assignment::search, a thread per block. A row is set to beta*y by the first block
+// starting in it: block b - 1 starts in it too when it begins at or before entry (b - 1)*npb.
+template <class V, class I>
+__global__ void assign_rows_search(std::int64_t rows, std::int64_t nnz, const I* __restrict__ ptr, I* bounds,
+                                   std::int64_t blocks, V beta, V* y) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += stride) {
+    const std::int64_t start = b * npb, end = min(start + npb, nnz);
+    const std::int64_t first = row_of_entry(ptr, rows, nnz, start), last = row_of_entry(ptr, rows, nnz, end - 1);
+    bounds[2 * b] = static_cast<I>(first);
+    bounds[2 * b + 1] = static_cast<I>(last);
+    if (b == 0 || ptr[first] > start - npb) y[first] = scaled_y(beta, y, first);
   }
 }
 
@@ -72,9 +118,11 @@ __global__ void assign_rows_global(std::int64_t rows, std::int64_t nnz, const I*
 // 1.07x, 8 blocks (32 registers, spilling) 0.99x, losing most on long rows. Each block's last
 // row from the first kernel instead of a search here, and the row ends cached, then took 6
 // blocks from 1.07x to 1.09x (stencil 1.10x to 1.14x), most where rows begin at a block's
-// end, which the search took longest on (n1024-l1 0.91x to 1.07x).
+// end, which the search took longest on (n1024-l1 0.91x to 1.07x); the search-based first
+// kernel for matrices of many rows took it to 1.17x (memplus_rhs1 1.04x to 1.48x).
 template <class V, class I>
-__global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const I* __restrict__ ptr,
+__global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::int64_t nnz,
+                                                     const I* __restrict__ ptr,
                                                      const I* __restrict__ col, const V* __restrict__ val,
                                                      const I* __restrict__ bounds, V alpha,
                                                      const V* __restrict__ x, V beta, V* y) {
@@ -96,6 +144,10 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
   const int count = static_cast<int>(block_end - block_start);
   const std::int64_t first_row = bounds[2 * blockIdx.x], last_row = bounds[2 * blockIdx.x + 1];
   const std::int64_t local_rows = last_row - first_row + 1;
+  // The rows after the previous block's last row and before this block's first are empty
+  // (the rows between two consecutive non-empty rows): this block writes them, as the last
+  // block writes those after its last row.
+  const std::int64_t gap_from = blockIdx.x == 0 ? 0 : bounds[2 * blockIdx.x - 1] + 1;
   // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
   // All npt column and value loads are issued before the first x load, and the end of the
   // thread's local row (every row of a block on the bit-mask path, which has fewer rows than
@@ -120,6 +172,9 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
     }
     if (tid < local_rows) row_ends[tid] = own_end;
   }
+  for (std::int64_t r = gap_from + tid; r < first_row; r += threads) y[r] = scaled_y(beta, y, r);
+  if (blockIdx.x == gridDim.x - 1)
+    for (std::int64_t r = last_row + 1 + tid; r < rows; r += threads) y[r] = scaled_y(beta, y, r);
   // Local row k's entries are [row_begin(k), row_end(k)); row_begin(0) is block_start rather
   // than ptr[first_row], which only ever serves clipped to the block.
   const auto row_end = [&](std::int64_t k) -> std::int64_t {
@@ -138,13 +193,12 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
     for (std::int64_t k = tid; k < local_rows; k += threads) {
       const std::int64_t r = first_row + k;
       const std::int64_t ra = row_begin(k), rb = row_end(k);
-      if (ra == rb) continue;  // empty rows were written by the first kernel
       const int a = static_cast<int>(max(ra - block_start, std::int64_t{0}));
       const int b = static_cast<int>(min(rb - block_start, static_cast<std::int64_t>(count)));
       V sum = 0;
       for (int l = a; l < b; ++l) sum += product[l + l / npt];
       if (k == 0 || (k == local_rows - 1 && rb > block_end)) atomicAdd(y + r, alpha * sum);
-      else y[r] = alpha * sum + scaled(beta, y, r);
+      else y[r] = alpha * sum + scaled_y(beta, y, r);
     }
     return;
   }
@@ -224,35 +278,46 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t nnz, const 
   // block's alone: write it once (empty rows were written by the first kernel).
   for (std::int64_t k = tid; k < local_rows; k += threads) {
     const std::int64_t r = first_row + k, rb = row_end(k);
-    if (row_begin(k) == rb) continue;
-    if (k == 0 || (k == local_rows - 1 && rb > block_end)) atomicAdd(y + r, alpha * buffer[k]);
-    else y[r] = alpha * buffer[k] + scaled(beta, y, r);
+    const V sum = row_begin(k) == rb ? V(0) : buffer[k];  // an empty row (no buffer slot): beta*y
+    if (k == 0 || (k == local_rows - 1 && rb > block_end)) atomicAdd(y + r, alpha * sum);
+    else y[r] = alpha * sum + scaled_y(beta, y, r);
   }
 }
 
 }  // namespace
 
 template <class V, class I>
-void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
+               hola_row_assignment assign) {
   if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1)
     fail(errc::usage, "gpu::spmv_hola: csr row_ptr has " + std::to_string(a.row_ptr.size()) + " elements, expected " +
                           std::to_string(a.rows + 1));
   if (a.rows == 0) return;
   const std::int64_t nnz = static_cast<std::int64_t>(a.col_idx.size());
   const std::int64_t blocks = (nnz + npb - 1) / npb;
-  auto* bounds = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(2 * blocks) * sizeof(I)));
   const auto s = static_cast<cudaStream_t>(ctx.stream());
-  assign_rows_global<V, I><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, nnz, a.row_ptr.data(), bounds,
-                                                                              beta, y);
+  if (blocks == 0) {  // no entries: every row is empty
+    scale_y<V><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, beta, y);
+    check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the y scaling");
+    return;
+  }
+  auto* bounds = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(2 * blocks) * sizeof(I)));
+  const bool search = assign == hola_row_assignment::search ||
+                      (assign == hola_row_assignment::automatic && hola_searches_rows(a.rows));
+  if (search)
+    assign_rows_search<V, I><<<launch_blocks(blocks, threads), threads, 0, s>>>(a.rows, nnz, a.row_ptr.data(), bounds,
+                                                                               blocks, beta, y);
+  else
+    assign_rows_scatter<V, I><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, nnz, a.row_ptr.data(),
+                                                                                bounds, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the row assignment kernel");
-  if (blocks == 0) return;
-  hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(nnz, a.row_ptr.data(), a.col_idx.data(),
-                                                                    a.values.data(), bounds, alpha, x, beta, y);
+  hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(
+      a.rows, nnz, a.row_ptr.data(), a.col_idx.data(), a.values.data(), bounds, alpha, x, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the core kernel");
 }
 
 #define SPCONV_INST(V, I) \
-  template void spmv_hola<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&);
+  template void spmv_hola<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, hola_row_assignment);
 SPCONV_FOR_VALUE_INDEX(SPCONV_INST)
 #undef SPCONV_INST
 

@@ -2,10 +2,13 @@
 // CSR: no preprocessing, no stored extra arrays, two kernels per product. y = alpha*A*x +
 // beta*y with A, x and y in device memory, queued on ctx's stream (complete after
 // ctx.synchronize()); beta == 0 writes y without reading it. Uses ctx.workspace() for the
-// first and last row of each block (two indices per 2048 entries). Results may differ in the last bits from
-// run to run (shared-memory atomics order partial sums), within the bound of specs/gpu.md.
+// first and last row of each block (two indices per 2048 entries). Results may differ in the
+// last bits from run to run (atomic additions order partial sums), within the bound of
+// specs/gpu.md.
 #pragma once
 #ifdef SPCONV_HAVE_CUDA
+#include <cstdint>
+
 #include "formats/csr.hpp"
 #include "formats/device.hpp"
 
@@ -19,12 +22,32 @@ inline constexpr int hola_block_threads = 256;
 inline constexpr int hola_entries_per_block = hola_entries_per_thread * hola_block_threads;
 // A block whose rows average fewer entries than this sums a row per thread instead of by bit
 // masks (spmv_csr_hola.cu, "Short rows"); it also bounds the rows of the other path's shared
-// buffer (npb / 10). The same mean row length as csr_scalar_below: on the H100 (double,
-// replicated set) 10 gave 1.07x cuSPARSE in geometric mean, 6 1.06x, 16 1.08x (within noise).
-inline constexpr int hola_short_row_entries = 10;
+// buffer (npb / 13). On the H100 (double, replicated set) 10 gave 1.07x cuSPARSE in geometric
+// mean, 6 1.06x, 16 1.08x (within noise); after stop 15's first-kernel change 10 gave 1.090x,
+// 13 1.099x (twice), 16 1.093x.
+inline constexpr int hola_short_row_entries = 13;
+
+// How the first kernel finds each block's first and last row (sec. 3.1):
+// - scatter: the paper's Algorithm 2, a thread per row: reads all of row_ptr (4 or 8 bytes a
+//   row): a few microseconds on a small matrix, but where rows hold one or two entries a
+//   second pass over much of what the product reads;
+// - search: a thread per block searches row_ptr for its first and last entry, starting from
+//   the row where the entry would lie were rows equally long and widening the bracket from
+//   there: a few dependent loads, whatever the number of rows;
+// - automatic: hola_searches_rows.
+enum class hola_row_assignment { automatic, scatter, search };
+
+// The automatic choice: search from hola_search_min_rows rows on, where reading row_ptr (8 MB
+// of 32-bit indices) takes as long as the search's chain of dependent loads. Measured on the
+// H100 (double): searching cost the matrices as they are (402-114599 rows) 3-7 us each, 1.3x
+// to 1.9x their time; on the replicated set it was 1-4% faster from 3M rows on, even at 2.4M
+// and 2.9M rows, and it took memplus_rhs1 (100M rows of one entry) from 1.30 ms to 0.92 ms.
+inline constexpr std::int64_t hola_search_min_rows = std::int64_t{1} << 21;
+inline bool hola_searches_rows(std::int64_t rows) { return rows >= hola_search_min_rows; }
 
 template <class V, class I>
-void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
+               hola_row_assignment assign = hola_row_assignment::automatic);
 
 }  // namespace spconv::gpu
 #endif  // SPCONV_HAVE_CUDA

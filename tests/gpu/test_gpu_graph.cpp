@@ -230,12 +230,17 @@ csr<double, std::int32_t> rows_of_lengths(const std::vector<std::int64_t>& lengt
   return a;
 }
 
+// Both ways of finding the blocks' rows (the automatic choice takes the scatter on matrices this
+// small): they must give the same rows, and the core kernel the same y.
 void check_hola(const csr<double, std::int32_t>& a, gpu_context& ctx) {
   validate(a);
   const auto d = to_device(a);
-  test::expect_spmv_matches(a, ctx, [&](double alpha, const double* x, double beta, double* y) {
-    gpu::spmv_hola(d, alpha, x, beta, y, ctx);
-  });
+  for (auto assign : {gpu::hola_row_assignment::scatter, gpu::hola_row_assignment::search}) {
+    SCOPED_TRACE(assign == gpu::hola_row_assignment::scatter ? "scatter" : "search");
+    test::expect_spmv_matches(a, ctx, [&](double alpha, const double* x, double beta, double* y) {
+      gpu::spmv_hola(d, alpha, x, beta, y, ctx, assign);
+    });
+  }
 }
 
 }  // namespace
@@ -250,6 +255,11 @@ TEST(GpuHola, RowsSpanningBlocksAndEndingOnBlockBoundaries) {
   // Rows of one entry: every block ends where a row ends, and its rows past the first 256 are
   // read from row_ptr rather than from the block's cache of row ends.
   check_hola(rows_of_lengths(std::vector<std::int64_t>(5 * b + 17, 1), 3000), ctx);
+  // Row lengths far from their mean: the search's first guess lies thousands of rows away.
+  std::vector<std::int64_t> skewed(60000, 1);
+  skewed[0] = 4 * b;
+  skewed[59990] = 2 * b + 3;
+  check_hola(rows_of_lengths(skewed, 10000), ctx);
   std::vector<std::int64_t> mixed;
   for (int r = 0; r < 5000; ++r) mixed.push_back(r % 97 == 0 ? 3000 : r % 5);
   check_hola(rows_of_lengths(mixed, 4000), ctx);
