@@ -28,6 +28,7 @@
 
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/spmv_csr5.hpp"
 
 namespace spconv::gpu {
@@ -111,16 +112,61 @@ __device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t 
 }
 
 // Empty rows (they own no segment) and the rows starting in the incomplete tile, which holds
-// fewer than omega * sigma entries in CSR order (sec. 8.5.1): a thread per row.
+// fewer than omega * sigma entries in CSR order (sec. 8.5.1). Empty rows lie only before tile
+// 0's first row, in the incomplete tile, and, in a tile whose tile_ptr has the empty-rows bit,
+// between its first row and the next tile's (sec. 6.3.3): only those ranges of row_ptr are
+// read, not all of it (a thread per row reading row_ptr throughout cost memplus_rhs1, rows of
+// one entry, an eighth of its time).
+//
+// A row is written here when it is empty or starts in the incomplete tile; a row starting
+// before `tail` and ending after it is the calibrator's.
 template <class V>
-__global__ void rows_outside_tiles(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y) {
-  const std::int64_t tail = g.complete * g.T;
-  for (std::int64_t r = first_index(); r < g.rows; r += grid_stride()) {
-    const std::int64_t b = g.row_ptr[r], e = g.row_ptr[r + 1];
-    if (b != e && b < tail) continue;
-    V sum = 0;
-    for (std::int64_t k = b; k < e; ++k) sum += val[k] * x[g.col_idx[k]];
-    finish(y, r, alpha, sum, beta);
+__device__ __forceinline__ void row_outside_tiles(const view& g, std::int64_t r, const V* val, V alpha, const V* x,
+                                                  V beta, V* y) {
+  const std::int64_t rb = g.row_ptr[r], re = g.row_ptr[r + 1];
+  if (rb != re && rb < g.complete * g.T) return;
+  V sum = 0;
+  for (std::int64_t k = rb; k < re; ++k) sum += val[k] * x[g.col_idx[k]];
+  finish(y, r, alpha, sum, beta);
+}
+
+// A lane per complete tile finds its range of possibly empty rows; the warp then walks its 32
+// tiles' ranges laid end to end, a row per lane, so that a tile spanning 10^5 empty rows takes
+// 32 lanes, not one, and a step's rows may come from several tiles (a step per tile would chain
+// as many memory latencies). The incomplete tile's rows, from the row of its first entry, take
+// a thread each across the whole grid: each sums its row alone, so they must not queue on one
+// warp (on the small matrices that cost up to 13 us).
+template <class V>
+__global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restrict__ val, V alpha,
+                                   const V* __restrict__ x, V beta, V* y) {
+  const int lane = static_cast<int>(threadIdx.x % warp_size);
+  if (g.complete < tiles)
+    for (std::int64_t r = (g.tile_ptr[g.complete] & csr5_row_mask) + first_index(); r < g.rows; r += grid_stride())
+      row_outside_tiles(g, r, val, alpha, x, beta, y);
+  for (std::int64_t t0 = first_index() / warp_size * warp_size; t0 < tiles; t0 += grid_stride()) {
+    const std::int64_t t = t0 + lane;
+    long long lo = 0, hi = 0;
+    if (t < tiles) {
+      const std::uint32_t tp = g.tile_ptr[t];
+      const std::int64_t r0 = tp & csr5_row_mask, r1 = g.tile_ptr[t + 1] & csr5_row_mask;
+      lo = t == 0 ? 0 : r0 + 1;
+      hi = t < g.complete && (tp & csr5_empty_rows_bit) ? r1 : t == 0 ? r0 : 0;
+    }
+    const long long len = hi > lo ? hi - lo : 0;
+    long long incl = len;
+    for (int d = 1; d < warp_size; d *= 2) {
+      const long long v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += v;
+    }
+    const long long total = __shfl_sync(0xffffffffu, incl, warp_size - 1);
+    for (long long i0 = 0; i0 < total; i0 += warp_size) {
+      const long long i = i0 + lane;
+      int from = 0;  // the lane whose range holds row number i: the lanes whose ranges end at or before it
+      for (int step = warp_size / 2; step > 0; step /= 2)
+        if (__shfl_sync(0xffffffffu, incl, from + step - 1) <= i) from += step;
+      const long long r = __shfl_sync(0xffffffffu, lo, from) + i - __shfl_sync(0xffffffffu, incl - len, from);
+      if (i < total) row_outside_tiles(g, r, val, alpha, x, beta, y);
+    }
   }
 }
 
@@ -271,8 +317,14 @@ void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V
                .offset_ptr = a.tile_desc_offset_ptr.data(),
                .offsets = a.tile_desc_offset.data()};
   const auto s = static_cast<cudaStream_t>(ctx.stream());
-  rows_outside_tiles<V><<<launch_blocks(g.rows, block_threads), block_threads, 0, s>>>(g, a.values.data(), alpha, x,
-                                                                                        beta, y);
+  const std::int64_t tiles = static_cast<std::int64_t>(a.tile_ptr.size()) - 1;
+  if (tiles <= 0) {  // no entries: every row is empty
+    scale_y<V><<<launch_blocks(g.rows, block_threads), block_threads, 0, s>>>(g.rows, beta, y);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 y scaling");
+    return;
+  }
+  rows_outside_tiles<V><<<launch_blocks(tiles, block_threads), block_threads, 0, s>>>(
+      g, tiles, a.values.data(), alpha, x, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 row pass");
   if (g.complete == 0) return;
 

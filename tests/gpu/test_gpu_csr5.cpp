@@ -69,7 +69,9 @@ csr<double, std::int32_t> large_mixed() {
 }
 
 std::vector<test::generated> edge_matrices() {
-  return {{"tile_edges", tile_edges()}, {"large_mixed", large_mixed()}};
+  // Fewer entries than most parameter sets' tile: only an incomplete tile, after empty rows.
+  const csr<double, std::int32_t> incomplete_only = from_lengths({0, 0, 5, 0, 3, 0}, 40);
+  return {{"tile_edges", tile_edges()}, {"large_mixed", large_mixed()}, {"incomplete_only", incomplete_only}};
 }
 
 std::string describe(const csr5_params& p) {
