@@ -18,9 +18,11 @@
 // shared memory (order_counted). Such runs are most block rows: a banded or clustered matrix
 // spans few block columns per block row (a block row of 8 x 8 blocks may span 4096 columns).
 //
-// The other block rows (a wider span, a sparse one of over 128 bits per entry, blocks of
-// more than 64 positions: BCSR up to 16 x 16, or one row each, r = 1, where nothing is
-// searched) take their ranks by searching (order_searched). With the rows sorted, the
+// Of the other block rows (a wider span, a sparse one of over 128 bits per entry), runs of
+// few entries over few rows, most block rows of graph-like matrices, are sorted by a warp in
+// the counting pass (order_sorted: a bitonic sort of their keys by shuffles). The rest, and
+// blocks of more than 64 positions (BCSR up to 16 x 16) or one row each (r = 1, where nothing
+// is searched), take their ranks by searching (order_searched). With the rows sorted, the
 // entries that come before the entry (i, j) of a block row in block order (q = j / c) are
 //   - in each row above i, those of columns < (q + 1) * c,
 //   - in row i, those before it,
@@ -206,6 +208,79 @@ __device__ __forceinline__ void list_wide_runs(bool wide, int n, I e0, I e1, I* 
   }
 }
 
+// Wide block rows small enough to sort (see order_counted): at most sort_entries entries over at
+// most 32 rows (a lane per row start).
+constexpr int sort_entries = 64;
+constexpr int sort_rows = 32;
+
+// Block order by sorting, for a group of consecutive wide block rows [br0, br0 + nb) holding
+// the entries [ea, eb) (at most sort_entries of them, over at most sort_rows rows): every
+// entry gets the key (block row in the group, block column q, place i*c + j inside the block,
+// its index in the group), the warp sorts the keys (a bitonic sort, two per lane, by
+// shuffles), and the entry of sorted position p goes to block-order position ea + p. Keys are
+// distinct (no two entries share row and column), so the sort fixes the order; an entry opens
+// its block when the key before it has another block row or block column. Writes like
+// order_searched (out, head, place, head_col; the stored zeros counted into zeros).
+template <class V>
+__device__ void order_sorted(const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
+                             std::int64_t br0, int nb, I ea, I eb, V* out, std::uint8_t* head, std::uint8_t* place,
+                             I* head_col, bool count_zeros, I& zeros) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t row0 = br0 * r, row_end = min(row0 + std::int64_t{nb} * r, rows);
+  const int nrows = static_cast<int>(row_end - row0);
+  // Lane l holds the start of row row0 + l; lanes past the group hold eb, after every entry.
+  const I start = lane < nrows ? row_ptr[row0 + lane] : eb;
+  const I start_31 = __shfl_sync(full_warp, start, 31);
+  constexpr std::uint64_t none = ~std::uint64_t{0};
+  std::uint64_t key[2];
+  for (int h = 0; h < 2; ++h) {
+    const I k = ea + h * 32 + lane;
+    const bool inside = k < eb;
+    const I j = inside ? col[k] : 0;
+    int rows_at_or_before = 0;  // rows of the group starting at or before k: k's row is the last
+    for (int step = 16; step > 0; step /= 2)
+      if (__shfl_sync(full_warp, start, rows_at_or_before + step - 1) <= k) rows_at_or_before += step;
+    if (rows_at_or_before == 31 && start_31 <= k) rows_at_or_before = 32;
+    const int i = rows_at_or_before - 1, brl = i / r;
+    const std::uint32_t q = static_cast<std::uint32_t>(j) / static_cast<std::uint32_t>(c);
+    const int in_block = (i - brl * r) * c + static_cast<int>(static_cast<std::uint32_t>(j) - q * c);
+    key[h] = inside ? std::uint64_t(brl) << 43 | std::uint64_t{q} << 12 | std::uint64_t(in_block) << 6 |
+                          static_cast<std::uint64_t>(h * 32 + lane)
+                    : none;
+  }
+  // Bitonic sort of the 64 keys, element e = h * 32 + lane.
+  for (int k = 2; k <= 64; k *= 2)
+    for (int d = k / 2; d > 0; d /= 2) {
+      if (d == 32) {  // partners in the same lane (k = 64: ascending)
+        const std::uint64_t lo = min(key[0], key[1]), hi = max(key[0], key[1]);
+        key[0] = lo;
+        key[1] = hi;
+        continue;
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int e = h * 32 + lane;
+        const std::uint64_t other = __shfl_xor_sync(full_warp, key[h], d);
+        const bool keep_min = ((e & d) == 0) == ((e & k) == 0);
+        key[h] = keep_min ? min(key[h], other) : max(key[h], other);
+      }
+    }
+  const std::uint64_t key0_of_31 = __shfl_sync(full_warp, key[0], 31);
+  for (int h = 0; h < 2; ++h) {
+    const std::uint64_t before_in_lane = __shfl_up_sync(full_warp, key[h], 1);
+    const int p = h * 32 + lane;
+    if (p >= eb - ea) continue;
+    const std::uint64_t k = key[h], before = lane > 0 ? before_in_lane : key0_of_31;
+    const bool opens = p == 0 || (before >> 12) != (k >> 12);
+    const I t = ea + p, from = ea + static_cast<I>(k & 63);
+    const V v = val[from];
+    out[t] = v;
+    head[t] = opens ? 1 : 0;
+    place[t] = static_cast<std::uint8_t>((k >> 6) & 63);
+    if (opens) head_col[t] = static_cast<I>((k >> 12) & 0x7fffffffu);
+    if (count_zeros && all_bits_zero(v)) ++zeros;
+  }
+}
+
 // Block order by counting (see the top of this file) for the block rows whose span fits a
 // warp's bit array, for r > 1 and r*c <= 64; the others are listed for order_searched
 // (list_wide_runs; `chunks` has room for nnz). Writes out[t], head[t], place[t] and head_col[t] (heads only) like
@@ -261,7 +336,26 @@ __global__ void __launch_bounds__(threads, 4)
       // entry; a sparse span (graph-like rows: few entries over many block columns) costs more
       // in words than a search per entry does.
       const bool wide = need > span_bits || need > sparse_span * (std::int64_t{e1} - e0);
-      list_wide_runs(wide, n, e0, e1, chunks, chunk_count);
+      // Wide block rows of few entries (graph-like matrices) are sorted here, in groups of
+      // consecutive ones; the others are listed for order_searched, whose per-entry searches
+      // in every row of the block row cost several times more per entry.
+      const bool sortable = wide && r <= sort_rows && e1 - e0 <= sort_entries;
+      list_wide_runs(wide && !sortable, n, e0, e1, chunks, chunk_count);
+      for (unsigned rest = __ballot_sync(full_warp, sortable); rest != 0;) {
+        const int first = __ffs(static_cast<int>(rest)) - 1;
+        int last = first;
+        const I ga = __shfl_sync(full_warp, e0, first);
+        I gb = __shfl_sync(full_warp, e1, first);
+        while (last < 31 && ((rest >> (last + 1)) & 1u)) {
+          const I next_end = __shfl_sync(full_warp, e1, last + 1);
+          if (next_end - ga > sort_entries || (last + 2 - first) * r > sort_rows) break;
+          gb = next_end;
+          ++last;
+        }
+        rest &= ~((last == 31 ? full_warp : (1u << (last + 1)) - 1u) & ~((1u << first) - 1u));  // lanes first..last
+        order_sorted(row_ptr, rows, col, val, r, c, g + first, last - first + 1, ga, gb, out, head, place, head_col,
+                     zero_count != nullptr, zeros);
+      }
       // The block row's first bit in the bit array of the 32: the bits of the lanes before.
       const I own = wide ? 0 : static_cast<I>(need);
       I end = own;
