@@ -14,8 +14,10 @@
 //   profile showed stalling the kernel on rows of ~20 entries; blocks of short rows sum a row
 //   per thread (see "Short rows").
 // - y = alpha*A*x + beta*y instead of y = A*x: the first kernel scales (instead of clears)
-//   exactly the rows that blocks add to atomically (rows a block starts in) and the empty rows;
-//   the core kernel writes every other row once, reading y only when beta != 0.
+//   exactly the rows that blocks add to atomically (rows a block starts in); the core kernel
+//   writes every other row once, empty rows included, reading y only when beta != 0.
+// - For matrices of many rows the first kernel searches row_ptr per block instead of reading
+//   all of it with a thread per row (hola_row_assignment, spmv_csr_hola.hpp).
 #include <cuda_runtime.h>
 
 #include <string>
