@@ -13,6 +13,7 @@
 #include "convert/gpu/bcsr.hpp"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -47,13 +48,8 @@ template <class V>
 __device__ slice locate(const view<V>& m, std::int64_t s) {
   const std::int64_t k = s / m.r, i = s - k * m.r;
   // The block row: the last br with block_ptr[br] <= k (empty block rows share pointers).
-  std::int64_t lo = 0, hi = m.mb + 1;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (static_cast<std::int64_t>(m.block_ptr[mid]) <= k) lo = mid + 1;
-    else hi = mid;
-  }
-  const std::int64_t br = lo - 1, first = m.block_ptr[br], count = m.block_ptr[br + 1] - first;
+  const std::int64_t br = upper_bound(m.block_ptr, 0, m.mb + 1, k) - 1;
+  const std::int64_t first = m.block_ptr[br], count = m.block_ptr[br + 1] - first;
   slice out;
   out.ordered = first * m.r + i * count + (k - first);
   out.base = (k * m.r + i) * m.c;
@@ -67,13 +63,8 @@ __device__ slice locate(const view<V>& m, std::int64_t s) {
 template <class V>
 __device__ __forceinline__ bool is_entry(const view<V>& m, std::int64_t pos, V v) {
   if (!is_fill(v)) return true;
-  std::int64_t lo = 0, hi = m.nzeros;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (static_cast<std::int64_t>(m.zeros[mid]) < pos) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < m.nzeros && m.zeros[lo] == pos;
+  const std::int64_t at = lower_bound(m.zeros, 0, m.nzeros, pos);
+  return at < m.nzeros && m.zeros[at] == pos;
 }
 
 // counts[ordered] = the entries of the slice.

@@ -49,6 +49,7 @@
 #include "formats/csr.hpp"
 #include "formats/device.hpp"
 #include "formats/device_kernel.cuh"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu::block_rows {
 // Internal linkage: each of the two converters compiles its own copy of these kernels.
@@ -82,13 +83,7 @@ __device__ __forceinline__ bool all_bits_zero(double v) { return __double_as_lon
 // the last row whose start is <= k (empty rows share their start with the next row).
 __device__ __forceinline__ std::int64_t row_holding(const I* row_ptr, std::int64_t lo, std::int64_t hi,
                                                     std::int64_t k) {
-  ++hi;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (row_ptr[mid] <= k) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
+  return upper_bound(row_ptr, lo, hi + 1, k) - 1;
 }
 
 // The first position in [lo, hi) whose column is >= bound, or hi (columns sorted there).
@@ -152,11 +147,7 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea
       // Rows base + 1 .. base + 32; past rb the start of row rb, eb, which lies after every k.
       const std::int64_t next = base + 1 + lane;
       const I start = row_ptr[next < rb ? next : rb];
-      int n = 0;
-      for (int step = 16; step > 0; step /= 2)
-        if (__shfl_sync(full_warp, start, n + step - 1) <= k) n += step;
-      const I last = __shfl_sync(full_warp, start, 31);
-      if (n == 31 && last <= k) n = 32;
+      const int n = warp_count_at_or_below(start, k);
       // Fewer than 32 starts at or before k: row base + n holds k. All 32: look further.
       if (!found) {
         i = base + n;
@@ -230,17 +221,14 @@ __device__ void order_sorted(const I* row_ptr, std::int64_t rows, const I* col, 
   const int nrows = static_cast<int>(row_end - row0);
   // Lane l holds the start of row row0 + l; lanes past the group hold eb, after every entry.
   const I start = lane < nrows ? row_ptr[row0 + lane] : eb;
-  const I start_31 = __shfl_sync(full_warp, start, 31);
   constexpr std::uint64_t none = ~std::uint64_t{0};
   std::uint64_t key[2];
   for (int h = 0; h < 2; ++h) {
     const I k = ea + h * 32 + lane;
     const bool inside = k < eb;
     const I j = inside ? col[k] : 0;
-    int rows_at_or_before = 0;  // rows of the group starting at or before k: k's row is the last
-    for (int step = 16; step > 0; step /= 2)
-      if (__shfl_sync(full_warp, start, rows_at_or_before + step - 1) <= k) rows_at_or_before += step;
-    if (rows_at_or_before == 31 && start_31 <= k) rows_at_or_before = 32;
+    // Rows of the group starting at or before k: k's row is the last.
+    const int rows_at_or_before = warp_count_at_or_below(start, k);
     const int i = rows_at_or_before - 1, brl = i / r;
     const std::uint32_t q = static_cast<std::uint32_t>(j) / static_cast<std::uint32_t>(c);
     const int in_block = (i - brl * r) * c + static_cast<int>(static_cast<std::uint32_t>(j) - q * c);

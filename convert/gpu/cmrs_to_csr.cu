@@ -18,6 +18,7 @@
 #include "convert/gpu/cmrs.hpp"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -39,14 +40,9 @@ __global__ void gather_entries(std::int64_t nnz, const I* slot_of, const I* stri
                                const std::uint32_t* words, const V* values, I* row_of, I* col_idx, V* out_values) {
   for (std::int64_t k = first_index(); k < nnz; k += grid_stride()) {
     const std::int64_t s = slot_of ? slot_of[k] : k;
-    std::int64_t lo = 0, hi = strips + 1;  // first j with strip_ptr[j] > s; the strip is j - 1
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (static_cast<std::int64_t>(strip_ptr[mid]) <= s) lo = mid + 1;
-      else hi = mid;
-    }
+    const std::int64_t strip = upper_bound(strip_ptr, 0, strips + 1, s) - 1;
     const std::uint32_t w = words[s];
-    row_of[k] = static_cast<I>((lo - 1) * height + static_cast<std::int64_t>(w & (cmrs_max_height - 1)));
+    row_of[k] = static_cast<I>(strip * height + static_cast<std::int64_t>(w & (cmrs_max_height - 1)));
     col_idx[k] = static_cast<I>(w >> cmrs_row_bits);
     out_values[k] = values[s];
   }
@@ -55,13 +51,7 @@ __global__ void gather_entries(std::int64_t nnz, const I* slot_of, const I* stri
 // row_ptr[r] = the first k whose row is >= r.
 __global__ void row_pointers(I* row_ptr, std::int64_t rows, const I* row_of, std::int64_t nnz) {
   for (std::int64_t r = first_index(); r <= rows; r += grid_stride()) {
-    std::int64_t lo = 0, hi = nnz;
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (static_cast<std::int64_t>(row_of[mid]) < r) lo = mid + 1;
-      else hi = mid;
-    }
-    row_ptr[r] = static_cast<I>(lo);
+    row_ptr[r] = static_cast<I>(lower_bound(row_of, 0, nnz, r));
   }
 }
 

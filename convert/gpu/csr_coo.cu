@@ -20,6 +20,7 @@
 #include "convert/gpu/merge_path.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -75,13 +76,7 @@ __global__ void sum_runs(std::int64_t n, const I* head, const I* slot, const U* 
 template <class U, class I>
 __global__ void row_pointers(I* row_ptr, std::int64_t rows, const U* out_rows, std::int64_t unique) {
   for (std::int64_t r = first_index(); r <= rows; r += grid_stride()) {
-    std::int64_t lo = 0, hi = unique;
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (static_cast<std::int64_t>(out_rows[mid]) < r) lo = mid + 1;
-      else hi = mid;
-    }
-    row_ptr[r] = static_cast<I>(lo);
+    row_ptr[r] = static_cast<I>(lower_bound(out_rows, 0, unique, r));
   }
 }
 

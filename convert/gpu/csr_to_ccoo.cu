@@ -30,6 +30,7 @@
 #include "convert/gpu/ccoo_device.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -385,13 +386,7 @@ __global__ void chunk_rows(const std::int64_t* group_start, std::int64_t rows, s
                            I* chunk_row) {
   for (std::int64_t c = first_index(); c < chunks; c += grid_stride()) {
     const std::int64_t g = c * b;
-    std::int64_t lo = 0, hi = rows + 1;  // the first row starting after g is in [lo, hi]
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (group_start[mid] <= g) lo = mid + 1;
-      else hi = mid;
-    }
-    chunk_row[c] = static_cast<I>(lo - 1);
+    chunk_row[c] = static_cast<I>(upper_bound(group_start, 0, rows + 1, g) - 1);
   }
 }
 
@@ -440,12 +435,7 @@ __device__ int load_chunk(const source<B>& m, std::int64_t c, std::int64_t r0, s
   __syncwarp();
   for (int g = lane; g < count; g += 32) {
     // The last row starting at or before g: start[0] <= 0 <= g < start[nr - 1].
-    int lo = 0, hi = nr - 1;
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) / 2;
-      if (w.start[mid] <= g) lo = mid;
-      else hi = mid;
-    }
+    const int lo = static_cast<int>(upper_bound(w.start, 0, nr - 1, g) - 1);
     const std::int64_t first = w.ptr[lo] + (static_cast<std::int64_t>(g) - w.start[lo]) * m.k;
     w.first[g] = static_cast<int>(first);
     w.len[g] = static_cast<std::uint16_t>(

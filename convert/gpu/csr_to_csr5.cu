@@ -40,6 +40,7 @@
 #include "convert/gpu/csr5.hpp"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -120,13 +121,7 @@ __global__ void mark(geometry g, const std::int32_t* row_ptr, std::int32_t* row_
     unsigned long long bit = 0;
     if (idx < searches) {
       const std::int64_t k = min(idx * g.T, g.nnz);
-      std::int64_t lo = 0, hi = g.rows + 1;  // first r with row_ptr[r] > k
-      while (lo < hi) {
-        const std::int64_t mid = lo + (hi - lo) / 2;
-        if (row_ptr[mid] <= k) lo = mid + 1;
-        else hi = mid;
-      }
-      tile_ptr[idx] = static_cast<std::uint32_t>(lo - 1);
+      tile_ptr[idx] = static_cast<std::uint32_t>(upper_bound(row_ptr, 0, g.rows + 1, k) - 1);  // the row holding k
     } else if (idx < n) {
       const std::int64_t r = idx - searches, b = row_ptr[r];
       row_ptr_out[r] = static_cast<std::int32_t>(b);

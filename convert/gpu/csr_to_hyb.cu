@@ -25,6 +25,7 @@
 #include "convert/gpu/merge_path.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -32,17 +33,6 @@ namespace {
 using I = std::int32_t;
 constexpr int block_threads = 256;
 static_assert(block_threads == merge_block_threads, "the merge-path kernels load their tiles with merge_block_threads");
-
-// The first position in sorted a[0, n) whose value is > v (upper) or >= v (!upper).
-__device__ std::int64_t search(const I* a, std::int64_t n, std::int64_t v, bool upper) {
-  std::int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (upper ? a[mid] <= v : a[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 // ---- The ELL part, in tiles of ell_tile slots: span = 2^span_bits consecutive slots (32, or
 // the width rounded up to a power of two when smaller) of ell_tile / span consecutive rows.
@@ -154,7 +144,7 @@ __global__ void row_lengths(std::int64_t rows, std::int64_t w, const I* ell_col,
   for (std::int64_t r = first_index(); r < rows; r += grid_stride()) {
     std::int64_t k = 0;
     while (k < w && ell_col[k * rows + r] != ell_padding) ++k;
-    const std::int64_t first = search(tail_row, tail, r, false), end = search(tail_row, tail, r, true);
+    const std::int64_t first = lower_bound(tail_row, 0, tail, r), end = upper_bound(tail_row, 0, tail, r);
     ell_len[r] = static_cast<I>(k);
     tail_first[r] = static_cast<I>(first);
     len[r] = static_cast<I>(k + end - first);

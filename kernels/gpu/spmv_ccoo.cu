@@ -21,7 +21,6 @@ using I = std::int32_t;
 constexpr int block_threads = 256;
 constexpr int warp_size = 32;
 
-
 // y[row] += v from many threads. PTX's atom/red.add.f32 flush subnormal inputs and results
 // to zero (PTX ISA, "atom"), which loses whole rows of tiny values (memplus_rhs1.mtx holds a
 // float-subnormal entry) where the CPU reference keeps them; so float adds go through a

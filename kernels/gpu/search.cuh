@@ -1,0 +1,49 @@
+// Searches on the device, shared by the GPU converters (convert/gpu) and kernels (kernels/gpu)
+// (include from .cu/.cuh files only): binary searches in a sorted array, as in std::upper_bound
+// and std::lower_bound, and the same search across the 32 lanes of a warp by shuffles.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace spconv::gpu {
+
+// The first position p in [lo, hi) of the non-decreasing a with a[p] > v, or hi. With
+// a = row_ptr, upper_bound(row_ptr, 0, rows + 1, k) - 1 is the row holding entry k (the last
+// row starting at or before k; empty rows share their start with the next row).
+template <class T, class U>
+__device__ __forceinline__ std::int64_t upper_bound(const T* a, std::int64_t lo, std::int64_t hi, U v) {
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The first position p in [lo, hi) of the non-decreasing a with a[p] >= v, or hi.
+template <class T, class U>
+__device__ __forceinline__ std::int64_t lower_bound(const T* a, std::int64_t lo, std::int64_t hi, U v) {
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// How many lanes of the warp hold a value <= v (0 to 32), where `value` does not decrease from
+// lane 0 to lane 31: a binary search over the lanes by shuffles, five rounds and a look at lane
+// 31. Every lane of the warp must call it (full-mask shuffles; each lane may ask for its own v).
+template <class T, class U>
+__device__ __forceinline__ int warp_count_at_or_below(T value, U v) {
+  constexpr unsigned full_warp = 0xffffffffu;
+  int n = 0;
+  for (int step = 16; step > 0; step /= 2)
+    if (__shfl_sync(full_warp, value, n + step - 1) <= v) n += step;
+  // Read unconditionally: a shuffle behind `n == 31 &&` would leave out the other lanes.
+  const T last = __shfl_sync(full_warp, value, 31);
+  return n == 31 && last <= v ? 32 : n;
+}
+
+}  // namespace spconv::gpu
