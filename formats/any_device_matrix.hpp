@@ -53,6 +53,9 @@ std::size_t device_bytes(const Fmt& m) {
 inline std::size_t device_bytes(const any_device_matrix& m) {
   return std::visit([](const auto& x) { return device_bytes(x); }, m);
 }
+inline std::size_t spmv_bytes(const any_device_matrix& m) {
+  return std::visit([](const auto& x) { return spmv_bytes(x); }, m);
+}
 
 }  // namespace spconv
 #endif  // SPCONV_HAVE_CUDA

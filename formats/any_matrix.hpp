@@ -112,5 +112,8 @@ inline bool equal(const any_matrix& a, const any_matrix& b) {
 inline std::size_t bytes(const any_matrix& m) {
   return std::visit([](const auto& x) { return bytes(x); }, m);
 }
+inline std::size_t spmv_bytes(const any_matrix& m) {
+  return std::visit([](const auto& x) { return spmv_bytes(x); }, m);
+}
 
 }  // namespace spconv

@@ -9,6 +9,7 @@
 // from fill in their bits and need no entry. See specs/formats/bcsr.md.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -77,6 +78,9 @@ struct bcsr {
     for (const V& v : values) n += bcsr_detail::is_fill(v) ? 0 : 1;
     return n;
   }
+
+  // SpMV does not read stored_zeros (it is for the round trip to CSR only).
+  static constexpr std::array<std::string_view, 1> spmv_skips = {"stored_zeros"};
 
   template <class Self, class F>
   static void for_each_array(Self& m, F&& f) {

@@ -23,6 +23,7 @@
 // Column words are uint32: the paper's kernels use `int`, whose arithmetic shift would
 // turn columns >= 2^27 negative; unsigned words give the full 28 bits.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -78,6 +79,9 @@ struct cmrs {
   std::int64_t nnz() const {
     return static_cast<std::int64_t>(params.modulo < cmrs_warp ? entry_slot.size() : values.size());
   }
+
+  // SpMV reads the slots, not entry_slot (it maps entries to slots for the round trip to CSR).
+  static constexpr std::array<std::string_view, 1> spmv_skips = {"entry_slot"};
 
   template <class Self, class F>
   static void for_each_array(Self& m, F&& f) {

@@ -20,8 +20,9 @@
 //   gpu::convert(any_device_matrix, "fmt", opt, ctx)    convert/gpu/graph.hpp
 //   gpu::spmv(A, alpha, x, beta, y, ctx)                kernels/gpu/spmv_any.hpp and spmv_X.hpp:
 //                                                       A, x, y in device memory, queued on ctx;
-//                                                       CSR: csr_method::hola/cusparse as a 7th
-//                                                       argument instead of our row kernel
+//                                                       CSR: a csr_method as a 7th argument
+//                                                       (default hola: HOLA-SpMV; rows: our
+//                                                       row kernel; cusparse)
 //
 // Errors: every call throws spconv::error (formats/error.hpp), whose code() is the category:
 // errc::usage (bad arguments: unknown format name, existing output without force),

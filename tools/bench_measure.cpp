@@ -266,6 +266,7 @@ device_figures measure_cpu(const problem<V>& p, const settings& s, storage_meter
       const any_matrix& xm = converted ? *converted : p.m;
       f.params = host_params(xm);
       f.bytes = bytes(xm);
+      f.spmv_bytes = spmv_bytes(xm);
       // Checked once on a poisoned y (a kernel that skips rows cannot pass on an earlier
       // result), then timed.
       std::fill(y.begin(), y.end(), std::numeric_limits<V>::quiet_NaN());
@@ -412,8 +413,9 @@ struct runner::gpu_state {
     convert_options base = s.options;
     base.csr5_for = csr5_target::gpu;
     const std::vector<V> nan(dy.size(), std::numeric_limits<V>::quiet_NaN());
-    // One row per format; CSR also gets a row for HOLA-SpMV (kernels/gpu/spmv_csr_hola.hpp),
-    // named "csr:hola": the same arrays, another kernel.
+    // One row per format, each with gpu::spmv's default kernel (CSR: HOLA-SpMV, csr_method in
+    // kernels/gpu/spmv.hpp); CSR also gets a row for our row kernel on the same arrays,
+    // "csr:rows".
     auto measure_format = [&](const std::string& name, gpu::csr_method method) {
       progress("gpu " + name);
       format_figures f;
@@ -430,11 +432,12 @@ struct runner::gpu_state {
           f.to_csr = sample(s.repeat, true, [&] { return gpu::convert(*converted, "csr", opt, ctx); });
         }
         const any_device_matrix& dm = converted ? *converted : da;
-        // CSR's kernel has no stored parameter; which of our row kernels ran is shown instead.
+        // CSR's kernel has no stored parameter; which kernel ran is shown instead.
         f.params = target != "csr"                   ? device_params(dm)
                    : method == gpu::csr_method::hola ? "kernel=hola"
                                                      : "lanes=" + std::to_string(gpu::csr_vector_lanes(a.rows, a.nnz()));
         f.bytes = device_bytes(dm);
+        f.spmv_bytes = spmv_bytes(dm);
         auto run = [&] { gpu::spmv<V>(dm, V(1), dx.data(), V(0), dy.data(), ctx, method); };
         dy.upload(nan.data(), nan.size());
         run();
@@ -447,15 +450,15 @@ struct runner::gpu_state {
         f.status = "refused";
         f.message = e.what();
       }
-      if (store && f.status != "refused" && method != gpu::csr_method::hola) {
+      if (store && f.status != "refused" && method == gpu::csr_method::hola) {
         progress("gpu " + name + " storage");
         record_storage(f, converted ? store->measure(to_host(*converted)) : store->measure(p.m), true);
       }
       d.formats.push_back(std::move(f));
     };
     for (const auto& name : s.formats) {
-      measure_format(name, gpu::csr_method::spconv);
-      if (name == "csr") measure_format("csr:hola", gpu::csr_method::hola);
+      measure_format(name, gpu::csr_method::hola);
+      if (name == "csr") measure_format("csr:rows", gpu::csr_method::rows);
     }
     return d;
   }

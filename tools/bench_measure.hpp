@@ -52,7 +52,8 @@ struct format_figures {
   std::optional<timing> to_format, to_csr;  // CSR -> X, X -> CSR (none for csr itself)
   timing spmv;                              // seconds per SpMV
   double max_rel_error = 0, error_bound = 0;
-  std::uint64_t bytes = 0;  // the format's arrays (device memory on the GPU)
+  std::uint64_t bytes = 0;       // the format's arrays (device memory on the GPU)
+  std::uint64_t spmv_bytes = 0;  // those of them an SpMV reads (spmv_bytes, formats/format.hpp)
   // Storage of this format as converted for this device (CSR5's automatic tile depends on it).
   std::optional<std::uint64_t> container_zstd_bytes, container_raw_bytes;
   std::optional<timing> load_host;    // zstd container -> host (read_container)

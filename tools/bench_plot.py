@@ -35,7 +35,7 @@ def baseline_of(data, dev):
 
 
 def speedup_labels(data):
-    """The settings' formats, each followed by the other kernels run on it ("csr:hola")."""
+    """The settings' formats, each followed by the other kernels run on it ("csr:rows")."""
     seen = {r["format"] for r in data["results"]}
     out = []
     for f in data["settings"]["formats"]:

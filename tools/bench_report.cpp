@@ -42,10 +42,10 @@ json record(const matrix_figures& m, const device_figures& d, const format_figur
   const bool ran = f.status != "refused";
   const double base = d.baseline_spmv.median, t = f.spmv.median;
   const double nnz = static_cast<double>(m.nnz);
-  // The bytes an SpMV with beta = 0 moves at least: the format's arrays, x read once, y
-  // written once.
-  const double traffic =
-      static_cast<double>(f.bytes) + static_cast<double>(value_bytes(m.values)) * static_cast<double>(m.rows + m.cols);
+  // The bytes an SpMV with beta = 0 moves at least: the format's arrays that it reads, x read
+  // once, y written once.
+  const double traffic = static_cast<double>(f.spmv_bytes) +
+                         static_cast<double>(value_bytes(m.values)) * static_cast<double>(m.rows + m.cols);
   const double conversion = f.to_format ? f.to_format->median : 0.0;
   json r;
   r["matrix"] = m.name;
@@ -85,6 +85,7 @@ json record(const matrix_figures& m, const device_figures& d, const format_figur
   r["max_rel_error"] = ran ? num(f.max_rel_error) : json(nullptr);
   r["error_bound"] = ran ? num(f.error_bound) : json(nullptr);
   r["bytes"] = ran ? json(f.bytes) : json(nullptr);
+  r["spmv_bytes"] = ran ? json(f.spmv_bytes) : json(nullptr);
   r["bytes_per_nnz"] = ran && m.nnz > 0 ? num(static_cast<double>(f.bytes) / nnz) : json(nullptr);
   r["footprint_vs_csr"] = ran && m.csr_bytes > 0 ? num(static_cast<double>(f.bytes) / static_cast<double>(m.csr_bytes)) : json(nullptr);
   r["container_zstd_bytes"] = opt(f.container_zstd_bytes);
@@ -136,7 +137,7 @@ json summary(const report& rep, const std::vector<json>& recs) {
     std::string baseline;
     for (const auto& r : recs)
       if (r["device"] == dev) baseline = r["baseline"].get<std::string>();
-    // The formats in the order they were measured (CSR's HOLA row "csr:hola" included).
+    // The formats in the order they were measured (CSR's row kernel "csr:rows" included).
     std::vector<std::string> names;
     for (const auto& r : recs) {
       const std::string name = r["format"].get<std::string>();

@@ -38,12 +38,21 @@ int csr_vector_lanes(std::int64_t rows, std::int64_t nnz);
 template <class V, class I>
 void spmv(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, int lanes = 0);
 
-// The same kernel on CSR's arrays held by another format (BCSR with 1 x 1 blocks holds exactly
-// row_ptr, col_idx and values): ptr has rows + 1 offsets, col and val nnz entries, all in
-// device memory; lanes as above.
-template <class V, class I>
-void spmv_csr_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
-                     const V* x, V beta, V* y, gpu_context& ctx, int lanes = 0);
+// Which kernel runs a CSR matrix (gpu::spmv on an any_device_matrix):
+// - hola, the default: HOLA-SpMV (kernels/gpu/spmv_csr_hola.hpp);
+// - rows: our row kernel above (spmv, lanes automatic);
+// - cusparse: cusparseSpMV (spmv_cusparse below).
+// Why HOLA by default: it splits the entries evenly between blocks, so no row length slows
+// it, where a long row holds one thread (or vector) of the row kernel for the whole product.
+// Measured on the H100 (double, the 20 real matrices as they are and replicated to 2M, 4M,
+// 8M, 16M and 100M entries, stop 16): HOLA's geometric mean beat the row kernel's at every
+// size (as they are 1.27x against 1.09x cuSPARSE; 2M 1.10x / 0.87x; 16M 1.08x / 0.78x; 100M
+// 1.18x / 0.88x), while the row kernel took 20-150x HOLA's time on the matrices with a few
+// long rows (arrow, rajat01, hangGlider_2, memplus; 5.3 ms against 35 us on arrow at 2M).
+// The row kernel, one launch and no workspace, is faster on small matrices of even rows
+// (3.5-7 us against 7-9 us as they are) and on rows of one or two entries up to ~16M entries
+// (6-16%): ask for `rows` there.
+enum class csr_method { hola, rows, cusparse };
 
 // cusparseSpMV with CUSPARSE_SPMV_ALG_DEFAULT for one product: describes the matrix and the
 // vectors, sizes and takes the work buffer (ctx's workspace), runs, and frees the descriptors.

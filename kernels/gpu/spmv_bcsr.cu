@@ -11,6 +11,7 @@
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/spmv.hpp"
 #include "kernels/gpu/spmv_bcsr.hpp"
+#include "kernels/gpu/spmv_csr_hola.hpp"
 
 namespace spconv::gpu {
 namespace {
@@ -90,7 +91,7 @@ using kernel_fn = void (*)(shape, const I*, const I*, const V*, V, const V*, V, 
 
 template <class V, int R>
 kernel_fn<V> pick_cols(int c) {
-  if constexpr (R == 1) return &block_rows<V, 1, 0>;  // 1 x 1 runs the CSR kernel (spmv below)
+  if constexpr (R == 1) return &block_rows<V, 1, 0>;  // 1 x 1 runs HOLA-SpMV (spmv below)
   else return c == R ? &block_rows<V, R, R> : &block_rows<V, R, 0>;
 }
 
@@ -131,12 +132,13 @@ void spmv(const bcsr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
                           " elements, expected " + std::to_string(mb + 1));
   if (mb == 0) return;
   // 1 x 1 blocks: block_ptr, block_col and values are CSR's row_ptr, col_idx and values (no
-  // padding rows or columns), so CSR's kernel runs them. The block-row kernel with R = C = 1
-  // measured 0.62x cuSPARSE against the CSR kernel's 0.83x on the same arrays (H200,
-  // replicated set): its lanes and block sizes are run-time values, CSR's are compiled in.
+  // padding rows or columns), so CSR's default kernel, HOLA-SpMV, runs them (csr_method,
+  // kernels/gpu/spmv.hpp). The block-row kernel with R = C = 1 measured 0.62x cuSPARSE against
+  // the CSR row kernel's 0.83x on the same arrays (H200, replicated set), and HOLA is faster
+  // than the row kernel in geometric mean at every size measured.
   if (r == 1 && c == 1)
-    return spmv_csr_arrays(a.rows, static_cast<std::int64_t>(a.block_col.size()), a.block_ptr.data(),
-                           a.block_col.data(), a.values.data(), alpha, x, beta, y, ctx);
+    return spmv_hola_arrays(a.rows, static_cast<std::int64_t>(a.block_col.size()), a.block_ptr.data(),
+                            a.block_col.data(), a.values.data(), alpha, x, beta, y, ctx);
   const int lanes = bcsr_lanes_per_block_row(mb, static_cast<std::int64_t>(a.block_col.size()));
   const shape m{mb, a.rows, a.cols, r, c, lanes};
   const unsigned blocks = launch_blocks(mb * lanes, block_threads);

@@ -22,7 +22,7 @@ namespace spconv::gpu {
 template <class V>
 void spmv(const bcsr<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
 
-// Lanes per block row (blocks larger than 1 x 1; those run the CSR kernel), by the mean
+// Lanes per block row (blocks larger than 1 x 1; those run CSR's HOLA-SpMV), by the mean
 // number of blocks per block row m: below 10 (csr_scalar_below), m rounded up to a power of two
 // (2 to 16), so that a lane holds about one block; from 10, CSR's rule (csr_vector_lanes,
 // kernels/gpu/spmv.hpp): the largest power of two not above m, a warp from 64. Measured on the

@@ -89,36 +89,31 @@ int csr_vector_lanes(std::int64_t rows, std::int64_t nnz) {
 }
 
 template <class V, class I>
-void spmv_csr_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
-                     const V* x, V beta, V* y, gpu_context& ctx, int lanes) {
-  if (lanes == 0) lanes = csr_vector_lanes(rows, nnz);
-  if (rows == 0) return;
+void spmv(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, int lanes) {
+  if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1)
+    fail(errc::usage, "gpu::spmv: csr row_ptr has " + std::to_string(a.row_ptr.size()) + " elements, expected " +
+                          std::to_string(a.rows + 1));
+  if (lanes == 0) lanes = csr_vector_lanes(a.rows, a.nnz());
+  if (a.rows == 0) return;
   const auto stream = static_cast<cudaStream_t>(ctx.stream());
+  const I* const ptr = a.row_ptr.data();
+  const I* const col = a.col_idx.data();
+  const V* const val = a.values.data();
   switch (lanes) {
-    case 1: return launch<V, I, 1>(rows, ptr, col, val, alpha, x, beta, y, stream);
-    case 2: return launch<V, I, 2>(rows, ptr, col, val, alpha, x, beta, y, stream);
-    case 4: return launch<V, I, 4>(rows, ptr, col, val, alpha, x, beta, y, stream);
-    case 8: return launch<V, I, 8>(rows, ptr, col, val, alpha, x, beta, y, stream);
-    case 16: return launch<V, I, 16>(rows, ptr, col, val, alpha, x, beta, y, stream);
-    case 32: return launch<V, I, 32>(rows, ptr, col, val, alpha, x, beta, y, stream);
+    case 1: return launch<V, I, 1>(a.rows, ptr, col, val, alpha, x, beta, y, stream);
+    case 2: return launch<V, I, 2>(a.rows, ptr, col, val, alpha, x, beta, y, stream);
+    case 4: return launch<V, I, 4>(a.rows, ptr, col, val, alpha, x, beta, y, stream);
+    case 8: return launch<V, I, 8>(a.rows, ptr, col, val, alpha, x, beta, y, stream);
+    case 16: return launch<V, I, 16>(a.rows, ptr, col, val, alpha, x, beta, y, stream);
+    case 32: return launch<V, I, 32>(a.rows, ptr, col, val, alpha, x, beta, y, stream);
     default:
       fail(errc::usage, "gpu::spmv: " + std::to_string(lanes) +
                             " lanes per CSR row: expected 0 (automatic) or a power of two from 1 to 32");
   }
 }
 
-template <class V, class I>
-void spmv(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, int lanes) {
-  if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1)
-    fail(errc::usage, "gpu::spmv: csr row_ptr has " + std::to_string(a.row_ptr.size()) + " elements, expected " +
-                          std::to_string(a.rows + 1));
-  spmv_csr_arrays(a.rows, a.nnz(), a.row_ptr.data(), a.col_idx.data(), a.values.data(), alpha, x, beta, y, ctx, lanes);
-}
-
-#define SPCONV_INST(V, I)                                                                   \
-  template void spmv<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, int); \
-  template void spmv_csr_arrays<V, I>(std::int64_t, std::int64_t, const I*, const I*, const V*, V, const V*, V, V*, \
-                                      gpu_context&, int);
+#define SPCONV_INST(V, I) \
+  template void spmv<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, int);
 SPCONV_FOR_VALUE_INDEX(SPCONV_INST)
 #undef SPCONV_INST
 

@@ -24,6 +24,7 @@
 
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/scale_y.cuh"
+#include "kernels/gpu/search.cuh"
 #include "kernels/gpu/spmv_csr_hola.hpp"
 
 namespace spconv::gpu {
@@ -90,12 +91,7 @@ __device__ std::int64_t row_of_entry(const I* ptr, std::int64_t rows, std::int64
       lo = max(lo - step, std::int64_t{0});  // ptr[0] = 0 <= k
     }
   }
-  while (hi - lo > 1) {  // the last row whose start is <= k: a non-empty row
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (ptr[mid] <= k) lo = mid;
-    else hi = mid;
-  }
-  return lo;
+  return upper_bound(ptr, lo, hi, k) - 1;  // the last row whose start is <= k: a non-empty row
 }
 
 // hola_row_assignment::search, a thread per block. A row is set to beta*y by the first block
@@ -289,37 +285,44 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
 }  // namespace
 
 template <class V, class I>
-void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
-               hola_row_assignment assign) {
-  if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1)
-    fail(errc::usage, "gpu::spmv_hola: csr row_ptr has " + std::to_string(a.row_ptr.size()) + " elements, expected " +
-                          std::to_string(a.rows + 1));
-  if (a.rows == 0) return;
-  const std::int64_t nnz = static_cast<std::int64_t>(a.col_idx.size());
+void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
+                      const V* x, V beta, V* y, gpu_context& ctx, hola_row_assignment assign) {
+  if (rows == 0) return;
   const std::int64_t blocks = (nnz + npb - 1) / npb;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
   if (blocks == 0) {  // no entries: every row is empty
-    scale_y<V><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, beta, y);
+    scale_y<V><<<launch_blocks(rows, threads), threads, 0, s>>>(rows, beta, y);
     check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the y scaling");
     return;
   }
   auto* bounds = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(2 * blocks) * sizeof(I)));
   const bool search = assign == hola_row_assignment::search ||
-                      (assign == hola_row_assignment::automatic && hola_searches_rows(a.rows));
+                      (assign == hola_row_assignment::automatic && hola_searches_rows(rows));
   if (search)
-    assign_rows_search<V, I><<<launch_blocks(blocks, threads), threads, 0, s>>>(a.rows, nnz, a.row_ptr.data(), bounds,
-                                                                               blocks, beta, y);
+    assign_rows_search<V, I><<<launch_blocks(blocks, threads), threads, 0, s>>>(rows, nnz, ptr, bounds, blocks, beta,
+                                                                               y);
   else
-    assign_rows_scatter<V, I><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, nnz, a.row_ptr.data(),
-                                                                                bounds, beta, y);
+    assign_rows_scatter<V, I><<<launch_blocks(rows, threads), threads, 0, s>>>(rows, nnz, ptr, bounds, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the row assignment kernel");
-  hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(
-      a.rows, nnz, a.row_ptr.data(), a.col_idx.data(), a.values.data(), bounds, alpha, x, beta, y);
+  hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(rows, nnz, ptr, col, val, bounds, alpha, x, beta,
+                                                                    y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the core kernel");
 }
 
-#define SPCONV_INST(V, I) \
-  template void spmv_hola<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, hola_row_assignment);
+template <class V, class I>
+void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
+               hola_row_assignment assign) {
+  if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1)
+    fail(errc::usage, "gpu::spmv_hola: csr row_ptr has " + std::to_string(a.row_ptr.size()) + " elements, expected " +
+                          std::to_string(a.rows + 1));
+  spmv_hola_arrays(a.rows, static_cast<std::int64_t>(a.col_idx.size()), a.row_ptr.data(), a.col_idx.data(),
+                   a.values.data(), alpha, x, beta, y, ctx, assign);
+}
+
+#define SPCONV_INST(V, I)                                                                                         \
+  template void spmv_hola<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, hola_row_assignment);  \
+  template void spmv_hola_arrays<V, I>(std::int64_t, std::int64_t, const I*, const I*, const V*, V, const V*, V, V*, \
+                                       gpu_context&, hola_row_assignment);
 SPCONV_FOR_VALUE_INDEX(SPCONV_INST)
 #undef SPCONV_INST
 

@@ -49,5 +49,12 @@ template <class V, class I>
 void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
                hola_row_assignment assign = hola_row_assignment::automatic);
 
+// The same on CSR's arrays held by another format (BCSR with 1 x 1 blocks): ptr has rows + 1
+// offsets, col and val nnz entries, all in device memory.
+template <class V, class I>
+void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
+                      const V* x, V beta, V* y, gpu_context& ctx,
+                      hola_row_assignment assign = hola_row_assignment::automatic);
+
 }  // namespace spconv::gpu
 #endif  // SPCONV_HAVE_CUDA

@@ -158,8 +158,8 @@ void check_every_format(const csr<double, std::int32_t>& src, gpu_context& ctx) 
       if (e.code() != errc::unsupported) throw;  // e.g. CMRS beyond 2^28 columns
       continue;
     }
-    for (auto method : {gpu::csr_method::spconv, gpu::csr_method::hola, gpu::csr_method::cusparse}) {
-      if (target != "csr" && method != gpu::csr_method::spconv) continue;
+    for (auto method : {gpu::csr_method::hola, gpu::csr_method::rows, gpu::csr_method::cusparse}) {
+      if (target != "csr" && method != gpu::csr_method::hola) continue;
       SCOPED_TRACE(static_cast<int>(method));
       test::expect_spmv_matches(a, ctx, [&](V alpha, const V* x, V beta, V* y) {
         gpu::spmv(m, alpha, x, beta, y, ctx, method);
@@ -172,7 +172,7 @@ void check_every_format(const csr<double, std::int32_t>& src, gpu_context& ctx) 
   const csr<V, std::int64_t> a64 = std::get<csr<V, std::int64_t>>(convert(any_matrix(a), "csr", wide));
   for (std::string_view target : {"csr", "coo"}) {
     const any_device_matrix m = to_device(convert(any_matrix(a64), target));
-    for (auto method : {gpu::csr_method::spconv, gpu::csr_method::hola, gpu::csr_method::cusparse})
+    for (auto method : {gpu::csr_method::hola, gpu::csr_method::rows, gpu::csr_method::cusparse})
       test::expect_spmv_matches(a64, ctx, [&](V alpha, const V* x, V beta, V* y) {
         gpu::spmv(m, alpha, x, beta, y, ctx, method);
       });
