@@ -250,9 +250,9 @@ TEST(Csr5Spmv, ThesisExampleIsExact) {
 // ---- the tile size rule -----------------------------------------------------------------
 
 TEST(Csr5Params, GpuRuleFollowsNnzPerRow) {
-  // sigma = 4 up to 4 entries per row, then nnz/row up to 32, 32 up to 256, then 4.
-  const std::pair<int, int> cases[] = {{0, 4}, {1, 4}, {4, 4}, {5, 5}, {17, 17}, {32, 32},
-                                       {33, 32}, {256, 32}, {257, 4}, {600, 4}};
+  // sigma = 8 below 5 entries per row, 16 up to 16, then nnz/row up to 32, 32 up to 256, then 4.
+  const std::pair<int, int> cases[] = {{0, 8},   {1, 8},   {4, 8},    {5, 16},   {16, 16}, {17, 17},
+                                       {32, 32}, {33, 32}, {256, 32}, {257, 4}, {600, 4}};
   for (auto [per_row, sigma] : cases) {
     std::vector<std::vector<std::pair<int, double>>> e(10);
     for (auto& row : e)
@@ -268,8 +268,8 @@ TEST(Csr5Params, GpuRuleFollowsNnzPerRow) {
   // nnz / rows rounds down: 19 entries in 4 rows is 4 per row.
   std::vector<std::vector<std::pair<int, double>>> e = {{{0, 1.0}}, {{0, 1.0}, {1, 1.0}}, {}, {}};
   for (int c = 0; c < 16; ++c) e[3].push_back({c, 1.0});
-  EXPECT_EQ(cpu::resolve_csr5_params(from_rows(4, 16, e), {}).sigma, 4);
-  EXPECT_EQ(cpu::resolve_csr5_params(from_rows(0, 0, {}), {}).sigma, 4);
+  EXPECT_EQ(cpu::resolve_csr5_params(from_rows(4, 16, e), {}).sigma, 8);
+  EXPECT_EQ(cpu::resolve_csr5_params(from_rows(0, 0, {}), {}).sigma, 8);
 }
 
 TEST(Csr5Params, CpuRuleIs256BitLanesBy16) {

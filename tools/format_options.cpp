@@ -10,7 +10,7 @@ const std::vector<format_option_doc> format_option_docs = {
     {"cmrs", "--modulo M", "sec. 6.7 within-strip reordering for a reduced buffer: 2, 4, 8, 16; 32 = off", "32"},
     {"cmrs", "--sort-columns", "order each strip by column (sec. 4; basic layout only)", "off"},
     {"mbr", "--block RxC", "block size, r*c <= 64", "fewest stored bytes among {1,2,4,8}^2"},
-    {"csr5", "--omega N --sigma N", "tile width and height, 1..64", "GPU rule: omega 32, sigma by nnz/row (thesis 6.3.2)"},
+    {"csr5", "--omega N --sigma N", "tile width and height, 1..64", "GPU rule: omega 32, sigma by nnz/row (thesis 6.3.2; 8 or 16 for rows of up to 16)"},
     {"csr5", "--for gpu|cpu", "whose rule picks automatic omega/sigma (also --to auto's device)", "gpu"},
     {"bcsr", "--block RxC", "block size, 1..16 each", "fewest SpMV bytes among {1,2,3,4,6,8}^2 (fill ratio)"},
     {"hyb", "--ell-width N", "ELL slots per row; the rest goes to the COO tail",

@@ -14,9 +14,10 @@ namespace spconv::cpu {
 //          thesis's "omega = 4 for CPUs with 256-bit SIMD units"), 8 for float. Fixed
 //          rather than detected, so that a file does not depend on the converting machine.
 //   sigma  cpu: 16 ("for the double precision SpMV on CPUs ... we always set sigma to 16");
-//          gpu: from n = nnz / rows (integer division; 0 when rows = 0) with the bounds
-//          <r, s, t, u> = <4, 32, 256, 4> given for nVidia GPUs:
-//            n <= 4: 4;  4 < n <= 32: n;  32 < n <= 256: 32;  n > 256: 4.
+//          gpu: from n = nnz / rows (integer division; 0 when rows = 0), the thesis's
+//          bounds <r, s, t, u> = <4, 32, 256, 4> for nVidia GPUs with taller tiles for short
+//          rows (measured on the H100, specs/formats/csr5.md):
+//            n < 5: 8;  5 <= n <= 16: 16;  16 < n <= 32: n;  32 < n <= 256: 32;  n > 256: 4.
 template <class V>
 csr5_params resolve_csr5_params(const csr<V, std::int32_t>& a, csr5_params requested,
                                 csr5_target target = csr5_target::gpu);

@@ -48,12 +48,20 @@ csr5_params resolve_csr5_params(const csr<V, std::int32_t>& a, csr5_params reque
     if (target == csr5_target::cpu) {
       p.sigma = 16;  // x86: a fixed, empirically best tile height
     } else {
-      // GPUs: sigma from nnz per row between the bounds <r, s, t, u> (nVidia values): large
-      // enough to amortise the segmented sum, small enough to limit partial sums, and small
-      // again for long rows, where a tile is one segment and the sum a plain reduction.
-      constexpr std::int64_t r = 4, s = 32, t = 256, u = 4;
+      // GPUs: sigma from nnz per row n, as the thesis's bounds <r, s, t, u> = <4, 32, 256, 4>
+      // (n <= r: r; up to s: n; up to t: s; beyond: u) but with larger tiles for short rows:
+      // n < 5: 8, 5 <= n <= 16: 16 (specs/formats/csr5.md, "Parameters", has the H100
+      // measurements). Tiles large enough to amortise the per-tile work (descriptor, segmented
+      // sum, calibrator), small enough that the rows a lane closes stay few (sigma 8 lets the
+      // GPU kernel stage them; spmv_csr5.cu), and small again for long rows, where a tile is
+      // one segment and the sum a plain reduction.
+      constexpr std::int64_t short_rows = 5, short_sigma = 8, mid_rows = 16, mid_sigma = 16, s = 32, t = 256, u = 4;
       const std::int64_t n = a.rows > 0 ? a.nnz() / a.rows : 0;
-      p.sigma = static_cast<std::int32_t>(n <= r ? r : n <= s ? n : n <= t ? s : u);
+      p.sigma = static_cast<std::int32_t>(n < short_rows ? short_sigma
+                                          : n <= mid_rows ? mid_sigma
+                                          : n <= s        ? n
+                                          : n <= t        ? s
+                                                          : u);
     }
   }
   return p;

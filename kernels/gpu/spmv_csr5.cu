@@ -29,6 +29,7 @@
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/scale_y.cuh"
+#include "kernels/gpu/search.cuh"
 #include "kernels/gpu/spmv_csr5.hpp"
 
 namespace spconv::gpu {
@@ -79,7 +80,8 @@ __device__ std::uint64_t get_bits(const std::uint32_t* lane, std::int64_t stride
 }
 
 // Segment s of tile t: kept aside if it is the first (it may continue a row from the previous
-// tile) or the last (it may go on into the next one), else a whole row written to y.
+// tile) or the last (it may go on into the next one), else a whole row written to y, or, with
+// a stage (warp_per_tile for short rows), to stage[s] for the warp to write out together.
 template <class V>
 struct segment_sink {
   std::int64_t t, row0;
@@ -87,11 +89,13 @@ struct segment_sink {
   const std::uint32_t* empty_offset;  // null unless the tile spans empty rows
   V *first_sum, *last_sum, *y;
   V alpha, beta;
+  V* stage = nullptr;
 
   __device__ std::int64_t row_of(std::uint32_t s) const { return row0 + (empty_offset ? empty_offset[s] : s); }
   __device__ void emit(std::uint32_t s, V sum) const {
     if (s == 0) first_sum[t] = sum;
     else if (s == last) last_sum[t] = sum;
+    else if (stage) stage[s] = sum;
     else finish(y, row_of(s), alpha, sum, beta);
   }
 };
@@ -161,20 +165,34 @@ __global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restri
     const long long total = __shfl_sync(0xffffffffu, incl, warp_size - 1);
     for (long long i0 = 0; i0 < total; i0 += warp_size) {
       const long long i = i0 + lane;
-      int from = 0;  // the lane whose range holds row number i: the lanes whose ranges end at or before it
-      for (int step = warp_size / 2; step > 0; step /= 2)
-        if (__shfl_sync(0xffffffffu, incl, from + step - 1) <= i) from += step;
+      // The lane whose range holds row number i: the lanes whose ranges end at or before it
+      // (at most 31 where i < total; lanes past the total only read a valid lane).
+      const int from = min(warp_count_at_or_below(incl, i), warp_size - 1);
       const long long r = __shfl_sync(0xffffffffu, lo, from) + i - __shfl_sync(0xffffffffu, incl - len, from);
       if (i < total) row_outside_tiles(g, r, val, alpha, x, beta, y);
     }
   }
 }
 
+// Where rows average fewer than sigma / 2 entries, each lane closes several rows, and lane i's
+// rows lie about sigma / (mean row length) rows from lane i + 1's: a warp's direct stores to y
+// spread over several times the sectors they fill. Such tiles stage their rows' sums in shared
+// memory and the warp writes them to y as consecutive rows. Measured on the H100 (double,
+// replicated to 100M entries, same call): memplus_rhs1 (one entry a row, sigma 4) 1.46 ms ->
+// 1.02 ms; staging every tile of sigma <= 8 also slowed the matrices of about a row per lane
+// by 5-7% (add32, bayer10, lap3D_7pt_n20, memplus, rajat01), whose direct stores are already
+// consecutive rows. stage_sigma bounds the stage (32 * 8 values per warp); the automatic
+// sigma for rows of under 5 entries is 8 (resolve_csr5_params), which staging makes pay:
+// memplus_rhs1 at sigma 8 ran 1.64x cuSPARSE, luxembourg 1.31x (at sigma 4: 1.33x, 1.12x).
+constexpr int stage_sigma = 8;
+
 // omega = 32: a warp per tile (Algorithm 32).
-template <class V>
+template <class V, bool Stage>
 __global__ void __launch_bounds__(block_threads)
     warp_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y, V* first_sum,
                   V* last_sum, std::int32_t* last_row) {
+  constexpr int stage_size = Stage ? warp_size * stage_sigma : 1;
+  __shared__ V stages[block_threads / warp_size][stage_size];
   const int lane = static_cast<int>(threadIdx.x % warp_size);
   const std::int64_t warps = grid_stride() / warp_size;
   for (std::int64_t t = first_index() / warp_size; t < g.complete; t += warps) {
@@ -185,7 +203,8 @@ __global__ void __launch_bounds__(block_threads)
     const std::uint64_t flags = field(lo, hi, g.flag_pos, g.sigma);
     std::uint32_t seg = static_cast<std::uint32_t>(field(lo, hi, 0, g.y_bits));  // y_offset
     const std::uint32_t segments = __shfl_sync(0xffffffffu, seg + __popcll(flags), warp_size - 1);
-    const segment_sink<V> out = sink_of(g, t, segments, first_sum, last_sum, y, alpha, beta);
+    segment_sink<V> out = sink_of(g, t, segments, first_sum, last_sum, y, alpha, beta);
+    if constexpr (Stage) out.stage = stages[threadIdx.x / warp_size];
 
     // Algorithm 32 lines 5-21, over the lane's sigma entries in batches: a batch's column and
     // value loads, then its x loads, are all issued before its first product is added, so a
@@ -236,6 +255,13 @@ __global__ void __launch_bounds__(block_threads)
     }
     if (flags) out.emit(seg, blue + tmp);  // lines 23-26
     if (lane == 0) last_row[t] = segments == 1 ? -1 : static_cast<std::int32_t>(out.row_of(segments - 1));
+    if constexpr (Stage) {
+      // segments is the same in every lane, so the whole warp reaches both barriers.
+      __syncwarp();
+      for (std::uint32_t s = 1 + lane; s + 1 < segments; s += warp_size)
+        finish(y, out.row_of(s), alpha, out.stage[s], beta);
+      __syncwarp();  // the next tile's sums overwrite the stage
+    }
   }
 }
 
@@ -335,8 +361,13 @@ void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V
   V* last_sum = reinterpret_cast<V*>(scratch + sums);
   auto* last_row = reinterpret_cast<std::int32_t*>(scratch + 2 * sums);
   if (g.omega == warp_size) {
-    warp_per_tile<V><<<launch_blocks(g.complete * warp_size, block_threads), block_threads, 0, s>>>(
-        g, a.values.data(), alpha, x, beta, y, first_sum, last_sum, last_row);
+    const unsigned blocks = launch_blocks(g.complete * warp_size, block_threads);
+    if (g.sigma <= stage_sigma && 2 * g.nnz < static_cast<std::int64_t>(g.sigma) * g.rows)
+      warp_per_tile<V, true><<<blocks, block_threads, 0, s>>>(g, a.values.data(), alpha, x, beta, y, first_sum,
+                                                              last_sum, last_row);
+    else
+      warp_per_tile<V, false><<<blocks, block_threads, 0, s>>>(g, a.values.data(), alpha, x, beta, y, first_sum,
+                                                               last_sum, last_row);
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 warp-per-tile kernel");
   } else {
     thread_per_tile<V><<<launch_blocks(g.complete, block_threads), block_threads, 0, s>>>(
