@@ -12,13 +12,34 @@
 
 namespace spconv::gpu {
 
-// y = alpha*A*x + beta*y; x has a.cols elements, y a.rows. Same bits as cpu::spmv(const mbr&).
+// Which kernel gpu::spmv runs: the block-row kernel (a group of lanes per block row splits its
+// blocks) for block heights r in {1, 2, 4, 8}, every height the automatic block size picks, on
+// matrices of fewer than mbr_block_row_kernel_rows rows; else the row kernel of spmm (a thread
+// per matrix row). With fewer rows than the GPU holds threads (an H100: 132 SMs x 2048) the
+// row kernel cannot fill the GPU, and a long block row holds its r threads while the rest
+// wait; the block-row kernel puts up to a warp on each block row. Measured on the H100
+// (double, stop 16): on the 20 real matrices as they are (1.6K-115K rows) the block-row kernel
+// ran 0.36x cuSPARSE in geometric mean against the row kernel's 0.22x (up to 4.8x faster:
+// lp_ship04l, ca-AstroPh, hangGlider_2); replicated to 100M entries (1M-100M rows) 0.45x
+// against 0.53x: 2.8x faster on arrow and 1.2-1.4x on four other matrices of uneven rows, but
+// 0.5-0.7x on the regular ones (n1024-l1, fidapex6, add32), whose blocks' values a lane reads
+// alone where the row kernel's neighbouring threads read them together.
+inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
+inline bool mbr_uses_block_row_kernel(std::int64_t rows, int r) {
+  return (r == 1 || r == 2 || r == 4 || r == 8) && rows < mbr_block_row_kernel_rows;
+}
+
+// y = alpha*A*x + beta*y; x has a.cols elements, y a.rows. With the block-row kernel
+// (mbr_uses_block_row_kernel) the result is within the CSR reference's tolerance
+// (cpu::spmv_tolerance of the longest row), not the CPU's bits; with the row kernel it has the
+// same bits as cpu::spmv(const mbr&).
 template <class V>
 void spmv(const mbr<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
 
 // Y = alpha*A*X + beta*Y for k >= 1 vectors (k < 1: errc::usage): X row-major a.cols x k, Y
 // row-major a.rows x k, as cpu::spmm; vectors are taken 8 at a time (one kernel per group).
-// Same bits as cpu::spmm(const mbr&).
+// One thread per matrix row, for every k (k = 1 included) and block size: the same bits as
+// cpu::spmm(const mbr&).
 template <class V>
 void spmm(const mbr<V, std::int32_t, device>& a, int k, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
 

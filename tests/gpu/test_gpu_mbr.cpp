@@ -1,7 +1,8 @@
 // MBR on the GPU: CSR <-> MBR conversions against the CPU converters, byte for byte, and the
-// bitmap-decoding SpMV / SMMV kernels against the CSR reference within its tolerance and
-// against the CPU MBR reference bit for bit, on the generated and the shared real matrices.
-// Every test skips on a machine without a GPU.
+// bitmap-decoding SpMV / SMMV kernels against the CSR reference within its tolerance, and the
+// row kernel (gpu::spmm for every k; gpu::spmv for heights without a block-row kernel) against
+// the CPU MBR reference bit for bit, on the generated and the shared real matrices. Every test
+// skips on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -20,6 +22,7 @@
 #include "io/matrix_file.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
 #include "kernels/cpu/spmv_mbr.hpp"
+#include "kernels/gpu/spmv_bcsr.hpp"
 #include "kernels/gpu/spmv_mbr.hpp"
 #include "tests/support/expect.hpp"
 #include "tests/support/gpu.hpp"
@@ -38,10 +41,13 @@ constexpr std::string_view huge_cols = "cols_near_2pow28";
 mbr_params block(int r, int c) { return mbr_params{r, c, 0}; }
 
 // Requests (resolved on the host before the GPU sees them): automatic, every bitmap width
-// (1x1 and 2x2: 1 byte, 3x5 and 5x3: 2, 4x8: 4, 8x8, 7x9, 1x64, 64x1, 16x4: 8), sizes that
-// divide no test matrix, and the extreme shapes.
-const std::vector<mbr_params> requests = {block(0, 0), block(1, 1), block(2, 2),  block(3, 5),  block(5, 3), block(4, 8),
-                                          block(8, 8), block(7, 9), block(1, 64), block(64, 1), block(16, 4)};
+// (1x1 and 2x2: 1 byte; 3x5, 5x3, 4x4 and 8x2: 2; 4x8 and 2x16: 4; 8x8, 7x9, 1x64, 64x1 and
+// 16x4: 8), each height of the block-row kernel (1, 2, 4, 8) with two widths and, over them,
+// every bitmap width (1x1, 1x64, 2x2, 2x16, 4x4, 4x8, 8x2, 8x8), heights that run the row
+// kernel (3, 5, 7, 16, 64), sizes that divide no test matrix, and the extreme shapes.
+const std::vector<mbr_params> requests = {block(0, 0), block(1, 1),  block(2, 2),  block(3, 5),  block(5, 3),
+                                          block(4, 8), block(8, 8),  block(7, 9),  block(1, 64), block(64, 1),
+                                          block(16, 4), block(2, 16), block(4, 4), block(8, 2)};
 
 std::string describe(const mbr_params& p) { return std::to_string(p.block_rows) + "x" + std::to_string(p.block_cols); }
 
@@ -75,12 +81,20 @@ void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
   }
 }
 
-// Y = alpha*A*X + beta*Y with k vectors (k = 1 through gpu::spmv) for (alpha, beta) = (1, 0)
-// on a Y of NaN (which must not be read) and (-0.5, 2): every column within the CSR
-// reference's tolerance, and all of Y the CPU MBR reference's bits.
+// Which call a check makes: gpu::spmv (k = 1) or gpu::spmm (any k, the row kernel).
+enum class entry { spmv, spmm };
+
+// Y = alpha*A*X + beta*Y with k vectors for (alpha, beta) = (1, 0) on a Y of NaN (which must
+// not be read) and (-0.5, 2): every column within the CSR reference's tolerance, and where the
+// row kernel runs (spmm, or spmv with a height outside the block-row kernel's) all of Y the
+// CPU MBR reference's bits. The block-row kernel splits a row's sum over lanes, so only the
+// tolerance holds there.
 template <class V>
-void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>& dm, int k, gpu_context& ctx) {
-  SCOPED_TRACE("k = " + std::to_string(k));
+void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>& dm, entry e, int k,
+                   gpu_context& ctx) {
+  SCOPED_TRACE((e == entry::spmv ? "spmv, k = " : "spmm, k = ") + std::to_string(k));
+  ASSERT_TRUE(e == entry::spmm || k == 1);
+  const bool same_bits_as_cpu = e == entry::spmm || !gpu::mbr_uses_block_row_kernel(m.rows, m.params.block_rows);
   const std::vector<V> x = test::test_vector<V>(a.cols * k, 1), y0 = test::test_vector<V>(a.rows * k, 2);
   const std::vector<V> nan(a.rows * k, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
@@ -90,15 +104,17 @@ void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>&
     SCOPED_TRACE("alpha " + std::to_string(alpha) + " beta " + std::to_string(beta));
     const std::vector<V>& start = beta == V(0) ? nan : y0;
     dy.upload(start.data(), start.size());
-    if (k == 1)
+    if (e == entry::spmv)
       gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx);
     else
       gpu::spmm(dm, k, alpha, dx.data(), beta, dy.data(), ctx);
     ctx.synchronize();
     const std::vector<V> y = test::download(dy);
-    std::vector<V> ref = start;
-    cpu::spmm(m, k, alpha, x.data(), beta, ref.data());
-    EXPECT_TRUE(same_bits(y, ref)) << "the GPU kernel's bits differ from cpu::spmm(mbr)";
+    if (same_bits_as_cpu) {
+      std::vector<V> ref = start;
+      cpu::spmm(m, k, alpha, x.data(), beta, ref.data());
+      EXPECT_TRUE(same_bits(y, ref)) << "the row kernel's bits differ from cpu::spmm(mbr)";
+    }
     std::vector<V> xl(a.cols), y0l(a.rows), yl(a.rows);
     for (int l = 0; l < k; ++l) {
       for (std::int64_t j = 0; j < a.cols; ++j) xl[j] = x[j * k + l];
@@ -119,7 +135,8 @@ void check_products(const csr<double, I>& src, const std::vector<int>& ks, gpu_c
     SCOPED_TRACE(describe(req));
     const mbr<V> m = cpu::csr_to_mbr(a, req);
     const auto dm = to_device(m);
-    for (int k : ks) check_product(a, m, dm, k, ctx);
+    check_product(a, m, dm, entry::spmv, 1, ctx);
+    for (int k : ks) check_product(a, m, dm, entry::spmm, k, ctx);
   }
 }
 
@@ -203,8 +220,8 @@ TEST(GpuMbrSpmv, MatchesTheCpuOnRealMatrices) {
   }
 }
 
-// Every instantiated kernel: each vector count 1..8 per group (and 9, 16, 17: several
-// groups) with each bitmap width (1x8: 1 byte, 4x4: 2, 4x8: 4, 8x8: 8).
+// Every instantiated row kernel: each vector count 1..8 per group (and 9, 16, 17: several
+// groups) with each bitmap width (1x8: 1 byte, 4x4: 2, 4x8: 4, 8x8: 8); and gpu::spmv.
 TEST(GpuMbrSpmv, EveryVectorCountAndBitmapWidth) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
@@ -216,11 +233,76 @@ TEST(GpuMbrSpmv, EveryVectorCountAndBitmapWidth) {
     const mbr<float> mf = cpu::csr_to_mbr(af, req);
     const auto dm = to_device(m);
     const auto dmf = to_device(mf);
+    check_product(a, m, dm, entry::spmv, 1, ctx);
+    check_product(af, mf, dmf, entry::spmv, 1, ctx);
     for (int k : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17}) {
-      check_product(a, m, dm, k, ctx);
-      check_product(af, mf, dmf, k, ctx);
+      check_product(a, m, dm, entry::spmm, k, ctx);
+      check_product(af, mf, dmf, entry::spmm, k, ctx);
     }
   }
+}
+
+// The block-row kernel (gpu::spmv, heights 1, 2, 4, 8) with every bitmap width at each height,
+// on matrices that make the groups of one warp walk block rows of very different lengths: an
+// arrow (two dense rows and two dense columns over a diagonal) puts far more than 32 blocks in
+// a block row whose neighbours hold two or three, and leaves 100 rows empty (whole empty block
+// rows); 1003 rows overhang the last block row of every height but 1. Random matrices of
+// several densities give, together with the arrow, every lane count 1..32 of the rule.
+TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  for (int r : {1, 2, 4, 8}) {  // the rule: those heights, below 2^18 rows
+    EXPECT_TRUE(gpu::mbr_uses_block_row_kernel(gpu::mbr_block_row_kernel_rows - 1, r)) << r;
+    EXPECT_FALSE(gpu::mbr_uses_block_row_kernel(gpu::mbr_block_row_kernel_rows, r)) << r;
+  }
+  EXPECT_FALSE(gpu::mbr_uses_block_row_kernel(1000, 3));
+  EXPECT_FALSE(gpu::mbr_uses_block_row_kernel(1000, 16));
+  gpu_context ctx;
+  const csr<double, I> arrow = test::csr_from_columns(
+      1003, 4001,
+      [](std::int64_t r, std::vector<std::int64_t>& cs) {
+        if (r >= 700 && r < 800) return;
+        if (r == 0 || r == 600)
+          for (std::int64_t j = 0; j < 4001; ++j) cs.push_back(j);
+        cs.insert(cs.end(), {0, r, 4000});
+      },
+      [](std::int64_t r, std::int64_t j) { return static_cast<double>((r * 31 + j * 17) % 97) / 8.0 - 6.0; });
+  const std::vector<std::pair<std::string, csr<double, I>>> inputs = {
+      {"arrow_1003x4001", arrow},
+      {"sparse_300x3000", test::random_csr(300, 3000, 0.8, 41)},
+      {"random_200x3000", test::random_csr(200, 3000, 12.0, 42)},
+      {"long_rows_100x20000", test::random_csr(100, 20000, 300.0, 43)}};
+  // Per height, a width for each bitmap width: 1, 2, 4 and 8 bytes.
+  const std::vector<mbr_params> sizes = {block(1, 5), block(1, 12), block(1, 32), block(1, 40),
+                                         block(2, 3), block(2, 8),  block(2, 13), block(2, 32),
+                                         block(4, 2), block(4, 3),  block(4, 8),  block(4, 16),
+                                         block(8, 1), block(8, 2),  block(8, 3),  block(8, 8)};
+  std::set<int> lanes_seen;
+  for (const auto& [name, a] : inputs) {
+    SCOPED_TRACE(name);
+    const csr<float, I> af = test::cast_values<float>(a);
+    for (const mbr_params& req : sizes) {
+      SCOPED_TRACE(describe(req));
+      const mbr<double> m = cpu::csr_to_mbr(a, req);
+      const mbr<float> mf = cpu::csr_to_mbr(af, req);
+      const std::int64_t block_rows = static_cast<std::int64_t>(m.block_row_ptr.size()) - 1;
+      lanes_seen.insert(gpu::bcsr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(m.block_col_idx.size())));
+      if (name == "arrow_1003x4001") {
+        // What the matrix is here for: block rows far longer than a warp's 32 lanes, empty
+        // block rows, and (r > 1) a last block row that overhangs the matrix.
+        I longest = 0, empty = 0;
+        for (std::int64_t br = 0; br < block_rows; ++br) {
+          longest = std::max(longest, m.block_row_ptr[br + 1] - m.block_row_ptr[br]);
+          empty += m.block_row_ptr[br + 1] == m.block_row_ptr[br];
+        }
+        EXPECT_GT(longest, 2 * 32);
+        EXPECT_GT(empty, 0);
+        EXPECT_TRUE(req.block_rows == 1 || a.rows % req.block_rows != 0);
+      }
+      check_product(a, m, to_device(m), entry::spmv, 1, ctx);
+      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx);
+    }
+  }
+  EXPECT_EQ(lanes_seen, (std::set<int>{1, 2, 4, 8, 16, 32}));
 }
 
 TEST(GpuMbrSpmv, RefusesNoVectorsAndInvalidBlocks) {
