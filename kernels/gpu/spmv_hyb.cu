@@ -14,15 +14,42 @@ namespace {
 using I = std::int32_t;
 constexpr int block_threads = 256;
 
+// Slots of a row whose loads ell_rows issues together.
+constexpr int ell_batch = 4;
+
 // ELL, a thread per row. Padding only follows a row's entries, so the row ends at its first
-// padding slot (recognised by its column, never by its value).
+// padding slot (recognised by its column, never by its value). The slots are taken ell_batch
+// at a time: their column and value loads, then the x loads of those that are entries, are
+// issued before the first addition, so a thread waits one memory latency per batch instead of
+// two per slot (the test for padding after every column load kept the loop to one slot in
+// flight); a batch may read up to ell_batch - 1 padding slots past the row's end, inside the
+// ELL arrays. The additions keep the slots' order.
 template <class V>
 __global__ void ell_rows(std::int64_t rows, std::int64_t w, const I* __restrict__ col, const V* __restrict__ val,
                          V alpha, const V* __restrict__ x, V beta, V* y) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
     V sum = 0;
-    for (std::int64_t s = r, end = w * rows; s < end; s += rows) {
+    const std::int64_t end = w * rows;
+    std::int64_t s = r;
+    bool more = true;
+    for (; more && s + (ell_batch - 1) * rows < end; s += ell_batch * rows) {
+      I c[ell_batch];
+      V v[ell_batch], xv[ell_batch];
+#pragma unroll
+      for (int q = 0; q < ell_batch; ++q) {
+        c[q] = col[s + q * rows];
+        v[q] = val[s + q * rows];
+      }
+#pragma unroll
+      for (int q = 0; q < ell_batch; ++q) xv[q] = c[q] == ell_padding ? V(0) : x[c[q]];
+#pragma unroll
+      for (int q = 0; q < ell_batch; ++q) {
+        more = more && c[q] != ell_padding;
+        if (more) sum += v[q] * xv[q];
+      }
+    }
+    for (; more && s < end; s += rows) {
       const I c = col[s];
       if (c == ell_padding) break;
       sum += val[s] * x[c];
