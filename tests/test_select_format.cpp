@@ -202,7 +202,7 @@ std::vector<kind> kinds() {
       {"stencil3d_small", [] { return stencil3d(12, varied); }, false,
        {"csr", "gpu-small", "launch-bound"}, cpu_csr},
       {"power_law", [] { return power_law(400000, 100000, 3); }, true,
-       {"hyb", "gpu-rows", "COO tail"}, cpu_csr},
+       {"csr5", "gpu-rows", "COO tail"}, cpu_csr},
       {"two_row_lengths", [] { return two_row_lengths(200000, 40, 4); }, true,
        {"csr5", "gpu-rows", "% padding"}, cpu_csr},
       {"dense_blocks", [] { return dense_blocks(40000, 4, 3); }, true,
