@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/slot_batch.cuh"
 #include "kernels/gpu/spmv_cmrs.hpp"
 
 namespace spconv::gpu {
@@ -131,13 +132,8 @@ __global__ void __launch_bounds__(block_threads)
       constexpr int N = decltype(n)::value;
       std::uint32_t w[N];
       V v[N], xv[N];
-#pragma unroll
-      for (int q = 0; q < N; ++q) {
-        w[q] = col_row[s + q * warp_size];
-        v[q] = val[s + q * warp_size];
-      }
-#pragma unroll
-      for (int q = 0; q < N; ++q) xv[q] = x[w[q] >> cmrs_row_bits];
+      const auto column = [](std::uint32_t word, const V* xs) { return xs[word >> cmrs_row_bits]; };
+      load_slots(col_row, val, s, warp_size, x, column, w, v, xv);
 #pragma unroll
       for (int q = 0; q < N; ++q) add_slot(w[q], mul(v[q], xv[q]));
       s += N * warp_size;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/slot_batch.cuh"
 #include "kernels/gpu/spmv.hpp"
 
 namespace spconv::gpu {
@@ -51,13 +52,7 @@ __global__ void __launch_bounds__(block_threads)
         for (; k + csr_batch - 1 < end; k += csr_batch) {
           I c[csr_batch];
           V v[csr_batch], xv[csr_batch];
-#pragma unroll
-          for (int b = 0; b < csr_batch; ++b) {
-            c[b] = col[k + b];
-            v[b] = val[k + b];
-          }
-#pragma unroll
-          for (int b = 0; b < csr_batch; ++b) xv[b] = x[c[b]];
+          load_slots(col, val, k, 1, x, [](I j, const V* xs) { return xs[j]; }, c, v, xv);
 #pragma unroll
           for (int b = 0; b < csr_batch; ++b) sum += v[b] * xv[b];
         }

@@ -6,6 +6,7 @@
 
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/coo_accumulate.cuh"
+#include "kernels/gpu/slot_batch.cuh"
 #include "kernels/gpu/spmv_hyb.hpp"
 
 namespace spconv::gpu {
@@ -36,13 +37,7 @@ __global__ void ell_rows(std::int64_t rows, std::int64_t w, const I* __restrict_
     for (; more && s + (ell_batch - 1) * rows < end; s += ell_batch * rows) {
       I c[ell_batch];
       V v[ell_batch], xv[ell_batch];
-#pragma unroll
-      for (int q = 0; q < ell_batch; ++q) {
-        c[q] = col[s + q * rows];
-        v[q] = val[s + q * rows];
-      }
-#pragma unroll
-      for (int q = 0; q < ell_batch; ++q) xv[q] = c[q] == ell_padding ? V(0) : x[c[q]];
+      load_slots(col, val, s, rows, x, [](I j, const V* xs) { return j == ell_padding ? V(0) : xs[j]; }, c, v, xv);
 #pragma unroll
       for (int q = 0; q < ell_batch; ++q) {
         more = more && c[q] != ell_padding;
