@@ -184,11 +184,7 @@ __device__ __forceinline__ void list_wide_runs(bool wide, int n, I e0, I e1, I* 
   const int stop = later_narrow != 0 ? min(__ffs(static_cast<int>(later_narrow)) - 1, n) : n;
   const I run_end = __shfl_sync(full_warp, e1, opens ? stop - 1 : lane);
   const I count = opens ? static_cast<I>((std::int64_t{run_end} - e0 + chunk - 1) / chunk) : 0;
-  I incl = count;
-  for (int d = 1; d < 32; d *= 2) {
-    const I v = __shfl_up_sync(full_warp, incl, d);
-    if (lane >= d) incl += v;
-  }
+  const I incl = group_inclusive_sum(count);
   I base = 0;
   if (lane == 31) base = atomicAdd(chunk_count, incl);
   base = __shfl_sync(full_warp, base, 31) + incl - count;
@@ -346,11 +342,7 @@ __global__ void __launch_bounds__(threads, 4)
       }
       // The block row's first bit in the bit array of the 32: the bits of the lanes before.
       const I own = wide ? 0 : static_cast<I>(need);
-      I end = own;
-      for (int d = 1; d < 32; d *= 2) {
-        const I v = __shfl_up_sync(full_warp, end, d);
-        if (lane >= d) end += v;
-      }
+      const I end = group_inclusive_sum(own);
       const I start = end - own;
       const unsigned wide_lanes = __ballot_sync(full_warp, wide);
       for (int l = 0; l < n;) {
@@ -395,11 +387,7 @@ __global__ void __launch_bounds__(threads, 4)
           for (int w0 = 0; w0 < words; w0 += 32) {
             const int w = w0 + lane;
             const I ones = w < words ? __popc(bits[w]) : 0;
-            I incl = ones;
-            for (int d = 1; d < 32; d *= 2) {
-              const I v = __shfl_up_sync(full_warp, incl, d);
-              if (lane >= d) incl += v;
-            }
+            const I incl = group_inclusive_sum(ones);
             if (w < words) before[w] = static_cast<std::uint16_t>(run + incl - ones);
             run += __shfl_sync(full_warp, incl, 31);
           }

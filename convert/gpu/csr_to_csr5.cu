@@ -145,16 +145,6 @@ __global__ void mark(geometry g, const std::int32_t* row_ptr, std::int32_t* row_
   if (first_index() == 0) offset_ptr[0] = 0;
 }
 
-// Inclusive sum of v over this lane's group of `group` lanes (a power of two dividing 32).
-__device__ int group_inclusive_sum(int v, int group) {
-  const int sub = static_cast<int>(threadIdx.x) % group;
-  for (int d = 1; d < group; d *= 2) {
-    const int other = __shfl_up_sync(full_warp, v, d, group);
-    if (sub >= d) v += other;
-  }
-  return v;
-}
-
 // Bits [k, k + sigma) of the row-start bitmap: a lane's bit_flag (sigma <= 64, so at most two
 // words; the second exists as its last bit is an entry of the same complete tile).
 __device__ std::uint64_t lane_starts(const unsigned long long* starts, std::int64_t k, int sigma) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "formats/device.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu::detail {
 
@@ -131,11 +132,7 @@ __global__ void __launch_bounds__(coo_block_threads)
       __shared__ V slot_sum[coo_block_threads / warp][warp * E];
       I* const rows_out = slot_row[threadIdx.x / warp];
       V* const sums_out = slot_sum[threadIdx.x / warp];
-      int first = count;  // exclusive scan of the counts: this lane's first slot
-      for (int d = 1; d < warp; d *= 2) {
-        const int other = __shfl_up_sync(0xffffffffu, first, d);
-        if (lane >= d) first += other;
-      }
+      int first = group_inclusive_sum(count, warp);  // then less count: this lane's first slot
       const int total = __shfl_sync(0xffffffffu, first, warp - 1);
       first -= count;
 #pragma unroll

@@ -1,6 +1,7 @@
-// Searches on the device, shared by the GPU converters (convert/gpu) and kernels (kernels/gpu)
-// (include from .cu/.cuh files only): binary searches in a sorted array, as in std::upper_bound
-// and std::lower_bound, and the same search across the 32 lanes of a warp by shuffles.
+// Searches and the warp prefix sum on the device, shared by the GPU converters (convert/gpu)
+// and kernels (kernels/gpu) (include from .cu/.cuh files only): binary searches in a sorted
+// array, as in std::upper_bound and std::lower_bound, the same search across the 32 lanes of a
+// warp by shuffles, and the prefix sum over a warp's lanes that such searches run on.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -44,6 +45,19 @@ __device__ __forceinline__ int warp_count_at_or_below(T value, U v) {
   // Read unconditionally: a shuffle behind `n == 31 &&` would leave out the other lanes.
   const T last = __shfl_sync(full_warp, value, 31);
   return n == 31 && last <= v ? 32 : n;
+}
+
+// Inclusive sum of v over this lane's group of `group` lanes (a power of two dividing 32; 32,
+// the default, is the whole warp): lane i of the group gets the sum of lanes 0 .. i. Every
+// lane of the warp must call it with the same group (full-mask shuffles).
+template <class T>
+__device__ __forceinline__ T group_inclusive_sum(T v, int group = 32) {
+  const int sub = static_cast<int>(threadIdx.x) % group;
+  for (int d = 1; d < group; d *= 2) {
+    const T other = __shfl_up_sync(0xffffffffu, v, d, group);
+    if (sub >= d) v += other;
+  }
+  return v;
 }
 
 }  // namespace spconv::gpu

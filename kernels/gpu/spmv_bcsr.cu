@@ -9,6 +9,7 @@
 #include <string>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/block_row_sums.cuh"
 #include "kernels/gpu/spmv.hpp"
 #include "kernels/gpu/spmv_bcsr.hpp"
 #include "kernels/gpu/spmv_csr_hola.hpp"
@@ -68,21 +69,7 @@ __global__ void block_rows(shape m, const I* __restrict__ block_ptr, const I* __
         }
       }
     }
-    // The lanes of one group hold partial sums of the same r rows: a shuffle tree within
-    // the group (width = lanes) leaves the totals in its first lane.
-#pragma unroll
-    for (int i = 0; i < r_cap; ++i)
-      if (R != 0 || i < r)
-        for (int offset = lanes / 2; offset > 0; offset /= 2)
-          sum[i] += __shfl_down_sync(0xffffffffu, sum[i], offset, lanes);
-    if (br < m.mb && sub == 0) {
-      // The last block row may overhang the matrix: its padding rows are not written.
-      const std::int64_t row0 = br * r, h = m.rows - row0 < r ? m.rows - row0 : r;
-#pragma unroll
-      for (int i = 0; i < r_cap; ++i)
-        // beta == 0 writes y without reading it (BLAS semantics: y may hold NaN).
-        if (i < h) y[row0 + i] = beta == V(0) ? alpha * sum[i] : alpha * sum[i] + beta * y[row0 + i];
-    }
+    write_block_row(sum, r, lanes, br < m.mb && sub == 0, br, m.rows, alpha, beta, y);
   }
 }
 

@@ -157,11 +157,7 @@ __global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restri
       hi = t < g.complete && (tp & csr5_empty_rows_bit) ? r1 : t == 0 ? r0 : 0;
     }
     const long long len = hi > lo ? hi - lo : 0;
-    long long incl = len;
-    for (int d = 1; d < warp_size; d *= 2) {
-      const long long v = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += v;
-    }
+    const long long incl = group_inclusive_sum(len);
     const long long total = __shfl_sync(0xffffffffu, incl, warp_size - 1);
     for (long long i0 = 0; i0 < total; i0 += warp_size) {
       const long long i = i0 + lane;

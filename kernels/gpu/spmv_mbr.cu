@@ -43,6 +43,8 @@
 
 #include "convert/gpu/mbr_rows.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/block_row_sums.cuh"
+#include "kernels/gpu/search.cuh"
 #include "kernels/gpu/spmv_bcsr.hpp"
 #include "kernels/gpu/spmv_mbr.hpp"
 
@@ -146,11 +148,7 @@ __global__ void __launch_bounds__(block_threads, 5)
       const int count = __popcll(map);
       // Inclusive scan of the group's popcounts (width lanes): lane sub's block starts after
       // the values of the chunk's blocks before it; the last lane holds the chunk's total.
-      int upto = count;
-      for (int d = 1; d < lanes; d *= 2) {
-        const int left = __shfl_up_sync(full_mask, upto, d, lanes);
-        if (sub >= d) upto += left;
-      }
+      const int upto = group_inclusive_sum(count, lanes);
       const int total = __shfl_sync(full_mask, upto, lanes - 1, lanes);
       if (has) {
         I u = base + (upto - count);  // values are in bit order: row i's follow rows 0..i-1's
@@ -161,20 +159,7 @@ __global__ void __launch_bounds__(block_threads, 5)
       }
       base += total;
     }
-    // The lanes of a group hold partial sums of the same R rows: a shuffle tree within the
-    // group (width lanes) leaves the totals in its first lane.
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-      for (int offset = lanes / 2; offset > 0; offset /= 2)
-        sum[i] += __shfl_down_sync(full_mask, sum[i], offset, lanes);
-    if (live && sub == 0) {
-      // The last block row may overhang the matrix: its padding rows are not written.
-      const std::int64_t row0 = br * R, h = m.rows - row0 < R ? m.rows - row0 : R;
-#pragma unroll
-      for (int i = 0; i < R; ++i)
-        // beta == 0 writes y without reading it (BLAS semantics: y may hold NaN).
-        if (i < h) y[row0 + i] = beta == V(0) ? alpha * sum[i] : alpha * sum[i] + beta * y[row0 + i];
-    }
+    write_block_row(sum, R, lanes, live && sub == 0, br, m.rows, alpha, beta, y);
   }
 }
 
