@@ -40,18 +40,10 @@ inline std::int64_t cols_of(const any_device_matrix& m) {
   return std::visit([](const auto& x) { return static_cast<std::int64_t>(x.cols); }, m);
 }
 
-// The bytes the format's arrays hold in device memory (bytes() of formats/format.hpp for
-// the device twin).
-template <class Fmt>
-std::size_t device_bytes(const Fmt& m) {
-  std::size_t total = 0;
-  Fmt::for_each_array(m, [&](std::string_view, const auto& arr) {
-    total += arr.size() * sizeof(typename std::remove_cvref_t<decltype(arr)>::value_type);
-  });
-  return total;
-}
+// The bytes the format's arrays hold in device memory (bytes() of formats/format.hpp, which
+// serves the device twins too).
 inline std::size_t device_bytes(const any_device_matrix& m) {
-  return std::visit([](const auto& x) { return device_bytes(x); }, m);
+  return std::visit([](const auto& x) { return bytes(x); }, m);
 }
 inline std::size_t spmv_bytes(const any_device_matrix& m) {
   return std::visit([](const auto& x) { return spmv_bytes(x); }, m);

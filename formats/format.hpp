@@ -61,13 +61,22 @@ bool equal(const Fmt& a, const Fmt& b) {
   return same;
 }
 
+// Bytes of the arrays for which keep(stored name) holds, host or device twin (elements are
+// counted by type: a device array's cannot be read from the host).
+template <sparse_format Fmt, class Keep>
+std::size_t array_bytes(const Fmt& m, Keep keep) {
+  std::size_t total = 0;
+  Fmt::for_each_array(m, [&](std::string_view name, const auto& arr) {
+    if (keep(name)) total += arr.size() * sizeof(typename std::remove_cvref_t<decltype(arr)>::value_type);
+  });
+  return total;
+}
+
 // Bytes held by the format's arrays: what it costs in memory (spmv_bytes below: what an SpMV
 // reads of them).
 template <sparse_format Fmt>
 std::size_t bytes(const Fmt& m) {
-  std::size_t total = 0;
-  Fmt::for_each_array(m, [&](std::string_view, const auto& arr) { total += arr.size() * sizeof(arr[0]); });
-  return total;
+  return array_bytes(m, [](std::string_view) { return true; });
 }
 
 // Whether an SpMV reads the array stored under `name`: every array, except those a format
@@ -85,11 +94,7 @@ constexpr bool spmv_reads(std::string_view name) {
 // as the format's traffic.
 template <sparse_format Fmt>
 std::size_t spmv_bytes(const Fmt& m) {
-  std::size_t total = 0;
-  Fmt::for_each_array(m, [&](std::string_view name, const auto& arr) {
-    if (spmv_reads<Fmt>(name)) total += arr.size() * sizeof(typename std::remove_cvref_t<decltype(arr)>::value_type);
-  });
-  return total;
+  return array_bytes(m, spmv_reads<Fmt>);
 }
 
 // The container's limit on any array's length (specs/container.md, section 2):
