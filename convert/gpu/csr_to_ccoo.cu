@@ -248,9 +248,10 @@ __global__ void __launch_bounds__(count_threads, 1)
       v[i] = at < n ? values[at] : B(0);
     }
     // Rolled: each item's adds diverge (probe loops of different lengths), and eight unrolled
-    // copies of this loop made about 47 KB of machine code, beyond the instruction cache:
-    // unrolled, the conversion took 4.77 SpMV-times in geometric mean (max 9.81) where rolled
-    // it takes 4.30 (max 7.93), in two device calls on the H100.
+    // copies of this loop made about 47 KB of machine code, beyond the instruction cache.
+    // Unrolled, even with the runs of all 8 items found before any add, the conversion took
+    // 4.77 SpMV-times in geometric mean (max 9.81) where rolled it takes 4.30 (max 7.93), in
+    // two device calls on the H100.
 #pragma unroll 1
     for (int i = 0; i < count_items; ++i) {
       const std::uint64_t hash = mix(v[i]);
