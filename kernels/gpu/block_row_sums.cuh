@@ -1,7 +1,8 @@
 // The end of the GPU block-row kernels (BCSR, kernels/gpu/spmv_bcsr.cu; MBR's block-row
 // kernel, kernels/gpu/spmv_mbr.cu; include from .cu files only): a group of `lanes` lanes of
-// one warp has summed a block row's blocks, each lane holding partial sums of the block row's
-// r rows. Both formats write their block rows the same way.
+// one warp has summed a block row (BCSR: a block per lane at a time; MBR: a value per lane),
+// each lane holding partial sums of the block row's r rows. Both formats write their block
+// rows the same way.
 #pragma once
 #include <cuda_runtime.h>
 

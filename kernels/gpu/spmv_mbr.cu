@@ -11,18 +11,14 @@
 // Which kernel runs:
 // - gpu::spmv with r in {1, 2, 4, 8}, every height the automatic block size can pick
 //   (cpu::resolve_mbr_params), on matrices of fewer than 2^18 rows (mbr_uses_block_row_kernel,
-//   spmv_mbr.hpp, where the measurements are): the block-row kernel. A group of L lanes of one warp takes a
-//   block row (L a power of two by the mean number of blocks per block row); lane `sub` takes
-//   blocks sub, L + sub, 2L + sub, ... of it, as the BCSR kernel's lanes do (sec. II, fig. 2),
-//   and decodes each whole block (fig. 3-4) into the block row's R = r sums, kept in
-//   registers (R a template parameter). A block's first value is value_ptr[br] plus the set
-//   bits of the block row's earlier blocks: per chunk of L blocks a shuffle scan of the lanes'
-//   popcounts, plus the running total of the earlier chunks. A shuffle tree adds the group's
-//   sums. Why: the row kernel below makes every row of a block row walk all of its blocks, so a
-//   long block row holds its r threads for the whole walk while the rest of the warp idles, and
-//   a warp's threads read values of different block rows far apart (H100, double, replicated to
-//   100M entries: arrow 0.07x, ca-AstroPh 0.18x, rajat01 0.26x cuSPARSE). Here L lanes share a
-//   block row and neighbouring lanes read neighbouring blocks. Lanes split a row's sum, and
+//   spmv_mbr.hpp, where the measurements are): the block-row kernel. A group of L lanes of one
+//   warp takes a block row (mbr_lanes_per_block_row), a lane per value: the lanes read the
+//   block row's values in chunks of L (coalesced) and find each value's block, row and column
+//   from a window of L blocks, one per lane (see the kernel). The R = r sums of the block row
+//   are kept in registers (R a template parameter) and a shuffle tree adds the group's sums.
+//   Why: the row kernel below makes every row of a block row walk all of its blocks, so a long
+//   block row holds its r threads for the whole walk while the rest of the warp idles, and a
+//   warp's threads read values of different block rows far apart. Lanes split a row's sum, and
 //   products may be contracted to FMA (nvcc's default, as in the BCSR kernel), so the result
 //   is held to the CSR reference's tolerance, not to the CPU's bits.
 // - gpu::spmm (k >= 1 vectors, k = 1 included), and gpu::spmv with another r or on larger
@@ -45,7 +41,6 @@
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/block_row_sums.cuh"
 #include "kernels/gpu/search.cuh"
-#include "kernels/gpu/spmv_bcsr.hpp"
 #include "kernels/gpu/spmv_mbr.hpp"
 
 namespace spconv::gpu {
@@ -108,56 +103,109 @@ __global__ void __launch_bounds__(block_threads)
 
 struct block_row_shape {
   std::int64_t block_rows, rows;  // ceil(rows / r), rows
-  int c, lanes;                   // lanes: a power of two in [1, 32]
+  int c, lanes;                   // lanes: a power of two in [4, 32] (mbr_lanes_per_block_row)
 };
 
-// y = alpha*A*x + beta*y for blocks of height R. Each warp takes 32 / lanes consecutive block
-// rows at a time; that loop's bound, and the chunk loop's (the longest of the warp's block
-// rows), are the same for every lane of the warp, so every full-mask shuffle and reduction is
-// reached by all 32 lanes, whatever their block rows' lengths.
-// At least 5 blocks per SM (up to 51 registers): with only the block size as a bound, ptxas
-// (CUDA 13.0) held R = 2 and R = 8 to 32 and 48 registers and spilled 4 to 16 bytes; with 5
-// blocks every instance fits without spilling.
+// A bitmap word of lane `src` of the group (width lanes), widened to 64 bits: shuffles move
+// 32 or 64 bits, so narrower words travel as unsigned.
+template <class M>
+__device__ __forceinline__ std::uint64_t shuffle_bitmap(M map, int src, int lanes) {
+  if constexpr (sizeof(M) == 8) return __shfl_sync(full_mask, static_cast<unsigned long long>(map), src, lanes);
+  else return __shfl_sync(full_mask, static_cast<unsigned>(map), src, lanes);
+}
+
+// The position of the set bit of rank `rank` (0: the lowest) in map, which has more than
+// `rank` set bits.
+__device__ __forceinline__ int nth_set_bit(std::uint64_t map, int rank) {
+  const unsigned lo = static_cast<unsigned>(map), hi = static_cast<unsigned>(map >> 32);
+  const int in_lo = __popc(lo);
+  return rank < in_lo ? static_cast<int>(__fns(lo, 0, rank + 1)) : 32 + static_cast<int>(__fns(hi, 0, rank - in_lo + 1));
+}
+
+// y = alpha*A*x + beta*y for blocks of height R, a group of `lanes` lanes per block row, a
+// lane per value: the group walks the block row's values in chunks of `lanes` consecutive
+// values (coalesced reads), and finds each value's block, row and column from a window of
+// `lanes` consecutive blocks held one per lane (bitmap, column, and the inclusive sum of the
+// popcounts): the value's block is the first whose running count passes the value's offset
+// (a search over the lanes by shuffles), its place in the block the bit of that rank among
+// the block's set bits (values are in bit order, sec. III), its row that bit / c and its
+// column the rest. The window moves on by `lanes` blocks when the chunk runs past it. Each
+// lane adds its products into the R sums of the block row (registers, selected by row), and
+// a shuffle tree adds the group's sums. The loops' bounds are the same for the whole warp
+// (the longest block row of the warp; the window loop runs while any lane of the warp waits),
+// so every full-mask shuffle is reached by all 32 lanes.
 template <class M, int R, class V>
-__global__ void __launch_bounds__(block_threads, 5)
+__global__ void __launch_bounds__(block_threads)
     block_row_kernel(block_row_shape m, const I* __restrict__ block_row_ptr, const I* __restrict__ block_col_idx,
                      const M* __restrict__ bitmaps, const I* __restrict__ value_ptr, const V* __restrict__ values,
                      V alpha, const V* __restrict__ x, V beta, V* y) {
   const int lanes = m.lanes, lane = static_cast<int>(threadIdx.x % warp_size), sub = lane % lanes;
   const int per_warp = warp_size / lanes;
+  // pos / c for pos < 64: pos * ceil(2^16 / c) / 2^16, exact there (the excess stays below
+  // 64 / 2^16 < 1 / c).
+  const unsigned by_c = (65536u + static_cast<unsigned>(m.c) - 1u) / static_cast<unsigned>(m.c);
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp_size;
   for (std::int64_t first = warp * per_warp; first < m.block_rows; first += warps * per_warp) {
     const std::int64_t br = first + lane / lanes;
-    // A group past the last block row walks an empty one: it loads nothing and counts 0.
     const bool live = br < m.block_rows;
-    const I b0 = live ? block_row_ptr[br] : 0;
-    // Lengths and chunk starts are unsigned: a start stays below 2^31 + 32, so never wraps.
-    const std::uint32_t len = live ? static_cast<std::uint32_t>(block_row_ptr[br + 1] - b0) : 0u;
-    I base = live ? value_ptr[br] : 0;  // the first value of the chunk's first block
+    const I b1 = live ? block_row_ptr[br + 1] : 0, v0 = live ? value_ptr[br] : 0;
+    I wb = live ? block_row_ptr[br] : 0;  // the window's first block
+    const I count = live ? value_ptr[br + 1] - v0 : 0;
     V sum[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) sum[i] = V(0);
-    const std::uint32_t longest = __reduce_max_sync(full_mask, len);
-    for (std::uint32_t chunk = 0; chunk < longest; chunk += static_cast<std::uint32_t>(lanes)) {
-      // Lanes past their block row's end (or the whole group, once its block row is done)
-      // take part in the shuffles with an empty bitmap.
-      const bool has = chunk + static_cast<std::uint32_t>(sub) < len;
-      const I blk = b0 + static_cast<I>(has ? chunk + static_cast<std::uint32_t>(sub) : 0u);
-      const std::uint64_t map = has ? bitmaps[blk] : M(0);
-      const int count = __popcll(map);
-      // Inclusive scan of the group's popcounts (width lanes): lane sub's block starts after
-      // the values of the chunk's blocks before it; the last lane holds the chunk's total.
-      const int upto = group_inclusive_sum(count, lanes);
-      const int total = __shfl_sync(full_mask, upto, lanes - 1, lanes);
-      if (has) {
-        I u = base + (upto - count);  // values are in bit order: row i's follow rows 0..i-1's
-        const V* const xb = x + static_cast<std::int64_t>(block_col_idx[blk]) * m.c;
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-          for_each_column(mbr_row_of(map, i, m.c).cols, [&](int j) { sum[i] += values[u++] * xb[j]; });
+    // The window: lane sub holds block wb + sub (an empty bitmap past the block row), and
+    // `upto` = the values of the window's blocks up to its own, counted from the block row's
+    // first value; `lo` = the values before the window. fill(moves) loads the window where
+    // `moves` (every lane calls it: the running count is a shuffle sum).
+    M map = 0;
+    I col = 0, upto = 0, lo = 0;
+    const auto fill = [&](bool moves) {
+      if (moves) {
+        const bool has = wb + sub < b1;
+        map = has ? bitmaps[wb + sub] : M(0);
+        col = has ? block_col_idx[wb + sub] : 0;
       }
-      base += total;
+      const I incl = group_inclusive_sum(moves ? static_cast<I>(__popcll(map)) : 0, lanes);
+      if (moves) upto = lo + incl;
+    };
+    fill(true);
+    const unsigned group_mask = (lanes == warp_size ? full_mask : (1u << lanes) - 1u) << (lane - sub);
+    const I longest = static_cast<I>(__reduce_max_sync(full_mask, static_cast<unsigned>(count)));
+    for (I chunk = 0; chunk < longest; chunk += lanes) {
+      const I at = chunk + sub;  // this lane's value, from the block row's first
+      bool waiting = at < count;
+      const V a = waiting ? values[v0 + at] : V(0);
+      for (;;) {
+        // The window's last lane holds the values up to its end.
+        const I end = __shfl_sync(full_mask, upto, lanes - 1, lanes);
+        // The block holding value `at`: the lanes whose running count is <= at come before it.
+        int k = 0;
+        for (int step = lanes / 2; step > 0; step /= 2)
+          if (__shfl_sync(full_mask, upto, k + step - 1, lanes) <= at) k += step;
+        const std::uint64_t block_map = shuffle_bitmap(map, k, lanes);
+        const I block_col = __shfl_sync(full_mask, col, k, lanes);
+        const I block_end = __shfl_sync(full_mask, upto, k, lanes);
+        if (waiting && at < end) {
+          const int bit = nth_set_bit(block_map, at - (block_end - __popcll(block_map)));
+          const int i = static_cast<int>((static_cast<unsigned>(bit) * by_c) >> 16), j = bit - i * m.c;
+          const V p = a * x[static_cast<std::int64_t>(block_col) * m.c + j];
+#pragma unroll
+          for (int row = 0; row < R; ++row)
+            if (row == i) sum[row] += p;
+          waiting = false;
+        }
+        // Groups with a value past their window move it on; the others keep theirs.
+        const unsigned behind = __ballot_sync(full_mask, waiting);
+        if (behind == 0) break;
+        const bool moves = (behind & group_mask) != 0;
+        if (moves) {
+          wb += lanes;
+          lo = end;
+        }
+        fill(moves);
+      }
     }
     write_block_row(sum, R, lanes, live && sub == 0, br, m.rows, alpha, beta, y);
   }
@@ -165,15 +213,9 @@ __global__ void __launch_bounds__(block_threads, 5)
 
 template <class M, int R, class V>
 void launch_block_rows(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, const V* x, V beta, V* y,
-                       cudaStream_t s) {
-  // BCSR's rule for lanes per block row fits: the unit a lane takes is a block in both
-  // formats, so a group of about the mean number of blocks walks a typical block row in one
-  // chunk, and long block rows get up to a warp (the rule and its measurements:
-  // kernels/gpu/spmv_bcsr.hpp).
-  const int lanes = bcsr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(a.block_col_idx.size()));
+                   cudaStream_t s) {
+  const int lanes = mbr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(a.values.size()));
   const block_row_shape m{block_rows, a.rows, a.params.block_cols, lanes};
-  // A block's bitmap starts at byte b * sizeof(M) of an allocation aligned far beyond 8
-  // bytes, so it reads as one aligned M (in both kernels).
   block_row_kernel<M, R, V><<<launch_blocks(block_rows * lanes, block_threads), block_threads, 0, s>>>(
       m, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
       a.value_ptr.data(), a.values.data(), alpha, x, beta, y);

@@ -12,21 +12,34 @@
 
 namespace spconv::gpu {
 
-// Which kernel gpu::spmv runs: the block-row kernel (a group of lanes per block row splits its
-// blocks) for block heights r in {1, 2, 4, 8}, every height the automatic block size picks, on
-// matrices of fewer than mbr_block_row_kernel_rows rows; else the row kernel of spmm (a thread
-// per matrix row). With fewer rows than the GPU holds threads (an H100: 132 SMs x 2048) the
-// row kernel cannot fill the GPU, and a long block row holds its r threads while the rest
+// Which kernel gpu::spmv runs: the block-row kernel (a group of lanes per block row, a lane
+// per value) for block heights r in {1, 2, 4, 8}, every height the automatic block size picks,
+// on matrices of fewer than mbr_block_row_kernel_rows rows; else the row kernel of spmm (a
+// thread per matrix row). With fewer rows than the GPU holds threads (an H100: 132 SMs x 2048)
+// the row kernel cannot fill the GPU, and a long block row holds its r threads while the rest
 // wait; the block-row kernel puts up to a warp on each block row. Measured on the H100
-// (double, stop 16): on the 20 real matrices as they are (1.6K-115K rows) the block-row kernel
-// ran 0.36x cuSPARSE in geometric mean against the row kernel's 0.22x (up to 4.8x faster:
-// lp_ship04l, ca-AstroPh, hangGlider_2); replicated to 100M entries (1M-100M rows) 0.45x
-// against 0.53x: 2.8x faster on arrow and 1.2-1.4x on four other matrices of uneven rows, but
-// 0.5-0.7x on the regular ones (n1024-l1, fidapex6, add32), whose blocks' values a lane reads
-// alone where the row kernel's neighbouring threads read them together.
+// (double, the 20 real matrices as they are, 1.6K-115K rows, geometric means against
+// cuSPARSE): the row kernel 0.22x (stop 16); a lane per block, stop 16's block-row kernel,
+// 0.41x; a lane per value, this one, 0.57x (stop 17, both in one device call: sparse-images
+// 2.5x faster, test_FW_2003 and lap3D_7pt_n20 2.0x, memplus and zenios 1.9x; n1024-l1 0.91x;
+// at ~15 us an SpMV the ratios move by ~10% between runs). On the matrices
+// replicated to 100M entries (1M-100M rows) the row kernel ran 0.53x, the lane per block
+// 0.45x (stop 16) and the lane per value 0.34x (stop 17): there the row kernel's neighbouring
+// threads read a block's values together, and the lane per value pays about ten shuffles a
+// value, so larger matrices keep the row kernel.
 inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
 inline bool mbr_uses_block_row_kernel(std::int64_t rows, int r) {
   return (r == 1 || r == 2 || r == 4 || r == 8) && rows < mbr_block_row_kernel_rows;
+}
+
+// Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is
+// at least half the mean number of values (entries) of a block row, so that a typical block
+// row takes two chunks of a value per lane.
+inline int mbr_lanes_per_block_row(std::int64_t block_rows, std::int64_t values) {
+  const std::int64_t mean = values / (block_rows > 0 ? block_rows : 1);
+  int lanes = 4;
+  while (lanes < 32 && 2 * lanes < mean) lanes *= 2;
+  return lanes;
 }
 
 // y = alpha*A*x + beta*y; x has a.cols elements, y a.rows. With the block-row kernel
