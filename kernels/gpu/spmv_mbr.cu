@@ -181,9 +181,7 @@ __global__ void __launch_bounds__(block_threads)
         // The window's last lane holds the values up to its end.
         const I end = __shfl_sync(full_mask, upto, lanes - 1, lanes);
         // The block holding value `at`: the lanes whose running count is <= at come before it.
-        int k = 0;
-        for (int step = lanes / 2; step > 0; step /= 2)
-          if (__shfl_sync(full_mask, upto, k + step - 1, lanes) <= at) k += step;
+        const int k = group_count_below_last(upto, at, lanes);
         const std::uint64_t block_map = shuffle_bitmap(map, k, lanes);
         const I block_col = __shfl_sync(full_mask, col, k, lanes);
         const I block_end = __shfl_sync(full_mask, upto, k, lanes);
