@@ -49,6 +49,7 @@
 #include "formats/csr.hpp"
 #include "formats/device.hpp"
 #include "formats/device_kernel.cuh"
+#include "kernels/gpu/resident_blocks.cuh"
 #include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu::block_rows {
@@ -548,15 +549,9 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
           nnz, row_ptr, a.rows, col, val, r, c, per_task, out, o.head.data(), o.place.data(), o.head_col.data(),
           zero_count, o.block_no.data(), listed.data());
       check_launch(who, "putting the entries in block order");
-      // The listed chunks are counted on the device: one wave of blocks, as many as the
-      // multiprocessors hold at once, walks them (none when every block row was counted). A
-      // second, partial wave would leave most of the device idle while it runs.
-      int sms = 0, per_sm = 0;
-      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()),
-                 who + ": reading the multiprocessor count");
-      check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, order_searched<V>, threads, 0),
-                 who + ": reading the occupancy");
-      order_searched<V><<<sms * std::max(per_sm, 1), threads, 0, s>>>(
+      // The listed chunks are counted on the device by one resident wave of blocks (none
+      // when every block row was counted).
+      order_searched<V><<<resident_blocks(order_searched<V>, threads, ctx.device(), who), threads, 0, s>>>(
           nnz, row_ptr, a.rows, col, val, r, c, o.block_no.data(), listed.data(), out, o.head.data(), o.place.data(),
           o.head_col.data(), zero_count);
       check_launch(who, "putting the wide block rows in block order");

@@ -11,6 +11,7 @@
 
 #include "convert/gpu/ccoo_device.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/resident_blocks.cuh"
 #include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/spmv_ccoo.hpp"
 
@@ -261,14 +262,9 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   // A thread per group: B rounded up to whole warps (B <= 256 = block_threads).
   const int threads = (b + warp_size - 1) / warp_size * warp_size;
   const kernel_fn<V> kernel = pick<V>(k);
-  // As many blocks as fit on the device at once (more would run as a second, partial wave);
-  // each loops over its share of the equal-sized chunks.
-  int device = 0, sms = 0, per_sm = 0;
-  check_cuda(cudaGetDevice(&device), "gpu::spmv: reading the current device");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "gpu::spmv: counting the SMs");
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
-             "gpu::spmv: the CCOO kernel's occupancy");
-  const std::int64_t blocks = std::min<std::int64_t>(chunks, std::int64_t{sms} * std::max(per_sm, 1));
+  // One resident wave; each block loops over its share of the equal-sized chunks.
+  const std::int64_t blocks =
+      std::min<std::int64_t>(chunks, resident_blocks(kernel, threads, ctx.device(), "gpu::spmv (ccoo)"));
   kernel<<<static_cast<unsigned>(blocks), threads, 0, s>>>(m, chunks, a.table.data(), static_cast<int>(a.table.size()),
                                                            alpha, x, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO chunk kernel");
