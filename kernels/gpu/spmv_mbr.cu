@@ -12,9 +12,9 @@
 // - gpu::spmv with r in {1, 2, 4, 8}, every height the automatic block size can pick
 //   (cpu::resolve_mbr_params), on matrices of fewer than 2^18 rows (mbr_uses_block_row_kernel,
 //   spmv_mbr.hpp, where the measurements are): the block-row kernel. A group of L lanes of one
-//   warp takes a block row (mbr_lanes_per_block_row), a lane per value: the lanes read the
-//   block row's values in chunks of L (coalesced) and find each value's block, row and column
-//   from a window of L blocks, one per lane (see the kernel). The R = r sums of the block row
+//   warp takes a block row (mbr_lanes_per_block_row), a window of L blocks at a time, one per
+//   lane; the lanes list the window's values (bit, block) in shared memory, then read the
+//   values in chunks of L (coalesced), a lane per value (see the kernel). The R = r sums of the block row
 //   are kept in registers (R a template parameter) and a shuffle tree adds the group's sums.
 //   Why: the row kernel below makes every row of a block row walk all of its blocks, so a long
 //   block row holds its r threads for the whole walk while the rest of the warp idles, and a
@@ -106,34 +106,21 @@ struct block_row_shape {
   int c, lanes;                   // lanes: a power of two in [4, 32] (mbr_lanes_per_block_row)
 };
 
-// A bitmap word of lane `src` of the group (width lanes), widened to 64 bits: shuffles move
-// 32 or 64 bits, so narrower words travel as unsigned.
-template <class M>
-__device__ __forceinline__ std::uint64_t shuffle_bitmap(M map, int src, int lanes) {
-  if constexpr (sizeof(M) == 8) return __shfl_sync(full_mask, static_cast<unsigned long long>(map), src, lanes);
-  else return __shfl_sync(full_mask, static_cast<unsigned>(map), src, lanes);
-}
-
-// The position of the set bit of rank `rank` (0: the lowest) in map, which has more than
-// `rank` set bits.
-__device__ __forceinline__ int nth_set_bit(std::uint64_t map, int rank) {
-  const unsigned lo = static_cast<unsigned>(map), hi = static_cast<unsigned>(map >> 32);
-  const int in_lo = __popc(lo);
-  return rank < in_lo ? static_cast<int>(__fns(lo, 0, rank + 1)) : 32 + static_cast<int>(__fns(hi, 0, rank - in_lo + 1));
-}
-
 // y = alpha*A*x + beta*y for blocks of height R, a group of `lanes` lanes per block row, a
-// lane per value: the group walks the block row's values in chunks of `lanes` consecutive
-// values (coalesced reads), and finds each value's block, row and column from a window of
-// `lanes` consecutive blocks held one per lane (bitmap, column, and the inclusive sum of the
-// popcounts): the value's block is the first whose running count passes the value's offset
-// (a search over the lanes by shuffles), its place in the block the bit of that rank among
-// the block's set bits (values are in bit order, sec. III), its row that bit / c and its
-// column the rest. The window moves on by `lanes` blocks when the chunk runs past it. Each
-// lane adds its products into the R sums of the block row (registers, selected by row), and
-// a shuffle tree adds the group's sums. The loops' bounds are the same for the whole warp
-// (the longest block row of the warp; the window loop runs while any lane of the warp waits),
-// so every full-mask shuffle is reached by all 32 lanes.
+// lane per value. The group takes its block row's blocks in windows of `lanes` consecutive
+// blocks, one per lane. Each lane lists its block's values in the group's slots in shared
+// memory: the k-th value of the window (values are stored in bit order, sec. III) gets the
+// bit (find-first-set, then clear-lowest, as in sec. IV-A) and the lane holding its block,
+// at k = the set bits of the window's blocks before its own (an inclusive sum over the lanes
+// by shuffles). Then the window's values go in chunks of `lanes` consecutive values
+// (coalesced reads), a lane per value: its slot gives the bit, its row in the block (bit / c)
+// and column (the rest); its block's column comes from the slot's lane by a shuffle. Each lane
+// adds its products into the R sums of the block row (registers, selected by row), and a
+// shuffle tree adds the group's sums. Listing costs a few instructions a value where
+// searching each value's block among the window's lanes and its bit by rank (stop 17's
+// kernel) cost about ten shuffles. The loops' bounds are the same for the whole warp (the
+// window loop runs while any group has blocks left, the chunk loop to the fullest window of
+// the warp), so every full-mask shuffle is reached by all 32 lanes.
 template <class M, int R, class V>
 __global__ void __launch_bounds__(block_threads)
     block_row_kernel(block_row_shape m, const I* __restrict__ block_row_ptr, const I* __restrict__ block_col_idx,
@@ -141,6 +128,9 @@ __global__ void __launch_bounds__(block_threads)
                      V alpha, const V* __restrict__ x, V beta, V* y) {
   const int lanes = m.lanes, lane = static_cast<int>(threadIdx.x % warp_size), sub = lane % lanes;
   const int per_warp = warp_size / lanes;
+  // A window's values, at most 64 a block: 2 bytes each (bit, lane), 4 KiB a warp.
+  __shared__ std::uint16_t window_slots[block_threads / warp_size][warp_size * 64];
+  std::uint16_t* const slots = window_slots[threadIdx.x / warp_size] + (lane - sub) * 64;
   // pos / c for pos < 64: pos * ceil(2^16 / c) / 2^16, exact there (the excess stays below
   // 64 / 2^16 < 1 / c).
   const unsigned by_c = (65536u + static_cast<unsigned>(m.c) - 1u) / static_cast<unsigned>(m.c);
@@ -151,59 +141,44 @@ __global__ void __launch_bounds__(block_threads)
     const bool live = br < m.block_rows;
     const I b1 = live ? block_row_ptr[br + 1] : 0, v0 = live ? value_ptr[br] : 0;
     I wb = live ? block_row_ptr[br] : 0;  // the window's first block
-    const I count = live ? value_ptr[br + 1] - v0 : 0;
     V sum[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) sum[i] = V(0);
-    // The window: lane sub holds block wb + sub (an empty bitmap past the block row), and
-    // `upto` = the values of the window's blocks up to its own, counted from the block row's
-    // first value; `lo` = the values before the window. fill(moves) loads the window where
-    // `moves` (every lane calls it: the running count is a shuffle sum).
-    M map = 0;
-    I col = 0, upto = 0, lo = 0;
-    const auto fill = [&](bool moves) {
-      if (moves) {
-        const bool has = wb + sub < b1;
-        map = has ? bitmaps[wb + sub] : M(0);
-        col = has ? block_col_idx[wb + sub] : 0;
-      }
-      const I incl = group_inclusive_sum(moves ? static_cast<I>(__popcll(map)) : 0, lanes);
-      if (moves) upto = lo + incl;
-    };
-    fill(true);
-    const unsigned group_mask = (lanes == warp_size ? full_mask : (1u << lanes) - 1u) << (lane - sub);
-    const I longest = static_cast<I>(__reduce_max_sync(full_mask, static_cast<unsigned>(count)));
-    for (I chunk = 0; chunk < longest; chunk += lanes) {
-      const I at = chunk + sub;  // this lane's value, from the block row's first
-      bool waiting = at < count;
-      const V a = waiting ? values[v0 + at] : V(0);
-      for (;;) {
-        // The window's last lane holds the values up to its end.
-        const I end = __shfl_sync(full_mask, upto, lanes - 1, lanes);
-        // The block holding value `at`: the lanes whose running count is <= at come before it.
-        const int k = group_count_below_last(upto, at, lanes);
-        const std::uint64_t block_map = shuffle_bitmap(map, k, lanes);
-        const I block_col = __shfl_sync(full_mask, col, k, lanes);
-        const I block_end = __shfl_sync(full_mask, upto, k, lanes);
-        if (waiting && at < end) {
-          const int bit = nth_set_bit(block_map, at - (block_end - __popcll(block_map)));
+    // The window: lane sub holds block wb + sub (an empty bitmap past the block row); `lo` =
+    // the block row's values before the window. Each lane lists its block's values in the
+    // group's slots, in bit order (sec. III): slot k of the window holds the bit and the lane
+    // of its k-th value. Then a lane per value reads its slot, its value (coalesced) and its
+    // block's column (a shuffle from the slot's lane).
+    I lo = 0;
+    for (;;) {
+      const bool has = wb + sub < b1;
+      const M map = has ? bitmaps[wb + sub] : M(0);
+      const I col = has ? block_col_idx[wb + sub] : 0;
+      const int pop = __popcll(map);
+      const I upto = group_inclusive_sum(static_cast<I>(pop), lanes);
+      const I n = __shfl_sync(full_mask, upto, lanes - 1, lanes);  // the window's values
+      __syncwarp();
+      int k = upto - pop;
+      for (std::uint64_t bits = map; bits; bits &= bits - 1)
+        slots[k++] = static_cast<std::uint16_t>((__ffsll(static_cast<long long>(bits)) - 1) | sub << 6);
+      __syncwarp();
+      const I most = static_cast<I>(__reduce_max_sync(full_mask, static_cast<unsigned>(n)));
+      for (I chunk = 0; chunk < most; chunk += lanes) {
+        const I at = chunk + sub;  // this lane's value, from the window's first
+        const unsigned slot = at < n ? slots[at] : 0u;
+        const I block_col = __shfl_sync(full_mask, col, static_cast<int>(slot >> 6), lanes);
+        if (at < n) {
+          const int bit = static_cast<int>(slot & 63u);
           const int i = static_cast<int>((static_cast<unsigned>(bit) * by_c) >> 16), j = bit - i * m.c;
-          const V p = a * x[static_cast<std::int64_t>(block_col) * m.c + j];
+          const V p = values[v0 + lo + at] * x[static_cast<std::int64_t>(block_col) * m.c + j];
 #pragma unroll
           for (int row = 0; row < R; ++row)
             if (row == i) sum[row] += p;
-          waiting = false;
         }
-        // Groups with a value past their window move it on; the others keep theirs.
-        const unsigned behind = __ballot_sync(full_mask, waiting);
-        if (behind == 0) break;
-        const bool moves = (behind & group_mask) != 0;
-        if (moves) {
-          wb += lanes;
-          lo = end;
-        }
-        fill(moves);
       }
+      lo += n;
+      wb += lanes;
+      if (!__any_sync(full_mask, wb < b1)) break;
     }
     write_block_row(sum, R, lanes, live && sub == 0, br, m.rows, alpha, beta, y);
   }

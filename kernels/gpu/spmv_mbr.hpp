@@ -20,13 +20,14 @@ namespace spconv::gpu {
 // wait; the block-row kernel puts up to a warp on each block row. Measured on the H100
 // (double, the 20 real matrices as they are, 1.6K-115K rows, geometric means against
 // cuSPARSE): the row kernel 0.22x (stop 16); a lane per block, stop 16's block-row kernel,
-// 0.41x; a lane per value, this one, 0.57x (stop 17, both in one device call: sparse-images
-// 2.5x faster, test_FW_2003 and lap3D_7pt_n20 2.0x, memplus and zenios 1.9x; n1024-l1 0.91x;
-// at ~15 us an SpMV the ratios move by ~10% between runs). On the matrices
-// replicated to 100M entries (1M-100M rows) the row kernel ran 0.53x, the lane per block
-// 0.45x (stop 16) and the lane per value 0.34x (stop 17): there the row kernel's neighbouring
-// threads read a block's values together, and the lane per value pays about ten shuffles a
-// value, so larger matrices keep the row kernel.
+// 0.41x; a lane per value searching each value's block, 0.57x (stop 17); a lane per value
+// with the window's values listed in shared memory, this one, 0.84x against stop 17's 0.55x in
+// one device call (stop 18). On the matrices replicated to 100M entries (1M-100M rows) the
+// row kernel runs 0.53x and the block-row kernel 0.36x (stop 18, same call as the row
+// kernel's figure; 0.37x and 0.39x with 4 and 8 lanes for every block row): there a group
+// waits on its block row's pointers, then its bitmaps, then its values, once per block row,
+// where the row kernel's warp covers 32 rows with one such chain, so larger matrices keep the
+// row kernel.
 inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
 inline bool mbr_uses_block_row_kernel(std::int64_t rows, int r) {
   return (r == 1 || r == 2 || r == 4 || r == 8) && rows < mbr_block_row_kernel_rows;
