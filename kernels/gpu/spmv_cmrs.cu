@@ -36,11 +36,13 @@
 // themselves; every loop that leads to one has warp-uniform bounds.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/resident_blocks.cuh"
 #include "kernels/gpu/slot_batch.cuh"
 #include "kernels/gpu/spmv_cmrs.hpp"
 
@@ -99,55 +101,118 @@ __device__ __forceinline__ V transpose_sum(V (&v)[P], int lane) {
 // into the cell of its row through H predicated additions (a runtime index into sum would
 // put it in local memory), so each cell receives the same additions in the same order as in
 // the shared buffer; transpose_sum then adds the cells in the tree's pairs.
+template <int H, int P, class V>
+__device__ __forceinline__ void add_slot(V (&sum)[P], std::uint32_t w, V product) {
+  const int r = static_cast<int>(w & (cmrs_max_height - 1));
+#pragma unroll
+  for (int k = 0; k < H; ++k)
+    if (r == k) sum[k] = add(sum[k], product);
+}
+
+// Adds the lane's slots s, s + 32, ... below e into its cells, in batches: a batch's
+// column-word and value loads, then its x loads, are all issued before its first addition, so
+// a lane waits one memory latency per batch rather than two per slot; the additions stay in
+// slot order. Batches of 4 while they fill, then one of 2, then 1: measured on the H100
+// (double), 4 alone ran long strips up to 1.9x faster than 2 alone (the matrices as they are,
+// where few warps each walk a long strip: rajat01, Groebner, hangGlider_2) but strips of 1-3
+// slots per lane 10-15% slower (bayer10, lap3D_7pt_n20 replicated), which take the 2 and 1
+// steps without the 4 loop's overhead.
+template <int H, int P, class V>
+__device__ __forceinline__ void add_slots(V (&sum)[P], std::int64_t s, std::int64_t e,
+                                          const std::uint32_t* __restrict__ col_row, const V* __restrict__ val,
+                                          const V* __restrict__ x) {
+  const auto batch = [&](auto n) {
+    constexpr int N = decltype(n)::value;
+    std::uint32_t w[N];
+    V v[N], xv[N];
+    const auto column = [](std::uint32_t word, const V* xs) { return xs[word >> cmrs_row_bits]; };
+    load_slots(col_row, val, s, warp_size, x, column, w, v, xv);
+#pragma unroll
+    for (int q = 0; q < N; ++q) add_slot<H>(sum, w[q], mul(v[q], xv[q]));
+    s += N * warp_size;
+  };
+  while (s + 3 * warp_size < e) batch(std::integral_constant<int, 4>{});
+  if (s + warp_size < e) batch(std::integral_constant<int, 2>{});
+  if (s < e) batch(std::integral_constant<int, 1>{});
+}
+
+// Adds up strip j's cells over the warp (transpose_sum) and writes its rows.
+template <int H, int P, class V>
+__device__ __forceinline__ void write_strip(V (&sum)[P], std::int64_t j, int lane, std::int64_t rows, V alpha,
+                                            V beta, V* y) {
+  constexpr int lanes_per_row = warp_size / P;
+  const int row_in_strip = lane / lanes_per_row;  // the row transpose_sum leaves in this lane
+  const V row_sum = transpose_sum<P, warp_size / 2>(sum, lane);
+  const std::int64_t row = j * H + row_in_strip;
+  if (lane % lanes_per_row == 0 && row_in_strip < H && row < rows)
+    // beta == 0 writes y without reading it (BLAS semantics: y may hold NaN).
+    y[row] = beta == V(0) ? mul(alpha, row_sum) : add(mul(alpha, row_sum), mul(beta, y[row]));
+}
+
+// A warp per strip, strips j, j + warps, ...
 template <class V, int H>
 __global__ void __launch_bounds__(block_threads)
     register_kernel(std::int64_t rows, std::int64_t strips, const I* __restrict__ strip_ptr,
                     const std::uint32_t* __restrict__ col_row, const V* __restrict__ val, V alpha,
                     const V* __restrict__ x, V beta, V* y) {
   constexpr int P = pow2_at_least(H);
-  constexpr int lanes_per_row = warp_size / P;
   const int lane = static_cast<int>(threadIdx.x % warp_size);
-  const int row_in_strip = lane / lanes_per_row;  // the row transpose_sum leaves in this lane
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * block_warps;
   std::int64_t j = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
   I b = 0, e = 0;
   if (j < strips) b = strip_ptr[j], e = strip_ptr[j + 1];
   for (; j < strips; j += warps) {
     V sum[P] = {};  // +0.0, like the cleared buffer
-    const auto add_slot = [&sum](std::uint32_t w, V product) {
-      const int r = static_cast<int>(w & (cmrs_max_height - 1));
-#pragma unroll
-      for (int k = 0; k < H; ++k)
-        if (r == k) sum[k] = add(sum[k], product);
-    };
-    // A lane's slots in batches: a batch's column-word and value loads, then its x loads,
-    // are all issued before its first addition, so a lane waits one memory latency per batch
-    // rather than two per slot; the additions stay in slot order. Batches of 4 while they fill,
-    // then one of 2, then 1: measured on the H100 (double), 4 alone ran long strips up to 1.9x
-    // faster than 2 alone (the matrices as they are, where few warps each walk a long strip:
-    // rajat01, Groebner, hangGlider_2) but strips of 1-3 slots per lane 10-15% slower (bayer10,
-    // lap3D_7pt_n20 replicated), which take the 2 and 1 steps without the 4 loop's overhead.
-    std::int64_t s = b + lane;
-    const auto batch = [&](auto n) {
-      constexpr int N = decltype(n)::value;
-      std::uint32_t w[N];
-      V v[N], xv[N];
-      const auto column = [](std::uint32_t word, const V* xs) { return xs[word >> cmrs_row_bits]; };
-      load_slots(col_row, val, s, warp_size, x, column, w, v, xv);
-#pragma unroll
-      for (int q = 0; q < N; ++q) add_slot(w[q], mul(v[q], xv[q]));
-      s += N * warp_size;
-    };
-    while (s + 3 * warp_size < e) batch(std::integral_constant<int, 4>{});
-    if (s + warp_size < e) batch(std::integral_constant<int, 2>{});
-    if (s < e) batch(std::integral_constant<int, 1>{});
+    add_slots<H>(sum, b + lane, e, col_row, val, x);
     // The next strip's bounds are loaded while this strip is reduced.
     if (j + warps < strips) b = strip_ptr[j + warps], e = strip_ptr[j + warps + 1];
-    const V row_sum = transpose_sum<P, warp_size / 2>(sum, lane);
-    const std::int64_t row = j * H + row_in_strip;
-    if (lane % lanes_per_row == 0 && row_in_strip < H && row < rows)
-      // beta == 0 writes y without reading it (BLAS semantics: y may hold NaN).
-      y[row] = beta == V(0) ? mul(alpha, row_sum) : add(mul(alpha, row_sum), mul(beta, y[row]));
+    write_strip<H>(sum, j, lane, rows, alpha, beta, y);
+  }
+}
+
+// Short strips (cmrs_short_strips): one resident wave of warps, each walking strips j, j +
+// warps, ... as a pipeline. While strip j is added up, the bounds of strip j + 2 warps and the
+// first slot of each lane in strip j + warps (its head: a short strip's only slot in most
+// lanes) are already loading, so a warp waits for little more than x per strip, where the
+// register kernel's warp waits for a strip's bounds, then its slots, then x. Each cell's
+// additions keep the slot order (the head is the lane's first slot), so the result is the
+// register kernel's.
+template <class V, int H>
+__global__ void __launch_bounds__(block_threads)
+    pipelined_kernel(std::int64_t rows, std::int64_t strips, const I* __restrict__ strip_ptr,
+                     const std::uint32_t* __restrict__ col_row, const V* __restrict__ val, V alpha,
+                     const V* __restrict__ x, V beta, V* y) {
+  constexpr int P = pow2_at_least(H);
+  const int lane = static_cast<int>(threadIdx.x % warp_size);
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * block_warps;
+  const auto bounds = [&](std::int64_t k, I& kb, I& ke) {
+    kb = ke = 0;
+    if (k < strips) kb = strip_ptr[k], ke = strip_ptr[k + 1];
+  };
+  const auto head = [&](I kb, I ke, std::uint32_t& w, V& v) {
+    w = 0, v = V(0);
+    if (kb + lane < ke) w = col_row[kb + lane], v = val[kb + lane];
+  };
+  std::int64_t j = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
+  I b, e, nb, ne;
+  bounds(j, b, e);
+  bounds(j + warps, nb, ne);
+  std::uint32_t hw;
+  V hv;
+  head(b, e, hw, hv);
+  for (; j < strips; j += warps) {
+    const bool has_head = b + lane < e;
+    const V hx = has_head ? x[hw >> cmrs_row_bits] : V(0);
+    std::uint32_t next_w;
+    V next_v;
+    head(nb, ne, next_w, next_v);
+    I nnb, nne;
+    bounds(j + 2 * warps, nnb, nne);
+    V sum[P] = {};  // +0.0, like the cleared buffer
+    if (has_head) add_slot<H>(sum, hw, mul(hv, hx));
+    add_slots<H>(sum, b + lane + warp_size, e, col_row, val, x);
+    write_strip<H>(sum, j, lane, rows, alpha, beta, y);
+    b = nb, e = ne, nb = nnb, ne = nne, hw = next_w, hv = next_v;
   }
 }
 
@@ -195,30 +260,39 @@ __global__ void __launch_bounds__(block_threads)
 }
 
 template <class V, int H, int M>
-void launch(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, cudaStream_t s) {
+void launch(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
   // Pairs the format refuses (height * M < 32 with M < 32) are never instantiated; spmv()
   // has refused them before dispatching.
   if constexpr (M == warp_size || H * M >= warp_size) {
     const std::int64_t strips = cmrs_strips(a.rows, H);
     const unsigned blocks = launch_blocks(strips * warp_size, block_threads);
-    if constexpr (M == warp_size)
-      register_kernel<V, H><<<blocks, block_threads, 0, s>>>(a.rows, strips, a.strip_ptr.data(), a.col_row.data(),
-                                                            a.values.data(), alpha, x, beta, y);
-    else
+    const auto s = static_cast<cudaStream_t>(ctx.stream());
+    if constexpr (M == warp_size) {
+      if (cmrs_short_strips(static_cast<std::int64_t>(a.col_row.size()), strips)) {
+        const auto kernel = pipelined_kernel<V, H>;
+        const int wave = resident_blocks(kernel, block_threads, ctx.device(), "gpu::spmv (cmrs)");
+        kernel<<<std::min(blocks, static_cast<unsigned>(wave)), block_threads, 0, s>>>(
+            a.rows, strips, a.strip_ptr.data(), a.col_row.data(), a.values.data(), alpha, x, beta, y);
+      } else {
+        register_kernel<V, H><<<blocks, block_threads, 0, s>>>(a.rows, strips, a.strip_ptr.data(), a.col_row.data(),
+                                                              a.values.data(), alpha, x, beta, y);
+      }
+    } else {
       strip_kernel<V, H, M><<<blocks, block_threads, 0, s>>>(a.rows, strips, a.strip_ptr.data(), a.col_row.data(),
                                                             a.values.data(), alpha, x, beta, y);
+    }
   }
 }
 
 template <class V, int M, int... Hm1>
 void dispatch_height(std::integer_sequence<int, Hm1...>, int h, const cmrs<V, I, device>& a, V alpha, const V* x,
-                     V beta, V* y, cudaStream_t s) {
-  (void)((h == Hm1 + 1 ? (launch<V, Hm1 + 1, M>(a, alpha, x, beta, y, s), true) : false) || ...);
+                     V beta, V* y, gpu_context& ctx) {
+  (void)((h == Hm1 + 1 ? (launch<V, Hm1 + 1, M>(a, alpha, x, beta, y, ctx), true) : false) || ...);
 }
 
 template <class V, int M>
-void dispatch(int h, const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, cudaStream_t s) {
-  dispatch_height<V, M>(std::make_integer_sequence<int, cmrs_max_height>{}, h, a, alpha, x, beta, y, s);
+void dispatch(int h, const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+  dispatch_height<V, M>(std::make_integer_sequence<int, cmrs_max_height>{}, h, a, alpha, x, beta, y, ctx);
 }
 
 }  // namespace
@@ -238,13 +312,12 @@ void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
     fail(errc::usage, "gpu::spmv: cmrs strip_ptr has " + std::to_string(a.strip_ptr.size()) +
                           " elements, expected " + std::to_string(strips + 1));
   if (a.rows == 0) return;
-  const auto s = static_cast<cudaStream_t>(ctx.stream());
   switch (m) {
-    case 2: dispatch<V, 2>(h, a, alpha, x, beta, y, s); break;
-    case 4: dispatch<V, 4>(h, a, alpha, x, beta, y, s); break;
-    case 8: dispatch<V, 8>(h, a, alpha, x, beta, y, s); break;
-    case 16: dispatch<V, 16>(h, a, alpha, x, beta, y, s); break;
-    default: dispatch<V, cmrs_warp>(h, a, alpha, x, beta, y, s); break;
+    case 2: dispatch<V, 2>(h, a, alpha, x, beta, y, ctx); break;
+    case 4: dispatch<V, 4>(h, a, alpha, x, beta, y, ctx); break;
+    case 8: dispatch<V, 8>(h, a, alpha, x, beta, y, ctx); break;
+    case 16: dispatch<V, 16>(h, a, alpha, x, beta, y, ctx); break;
+    default: dispatch<V, cmrs_warp>(h, a, alpha, x, beta, y, ctx); break;
   }
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the cmrs strip kernel (height " + std::to_string(h) +
                                      ", modulo " + std::to_string(m) + ")");

@@ -14,6 +14,17 @@
 
 namespace spconv::gpu {
 
+// Whether gpu::spmv runs the basic layout (M = 32) with the pipelined kernel rather than a warp
+// per strip: when strips hold at most 64 slots on average (two a lane). Such strips cost a
+// warp little more than the memory latencies of their bounds, slots and x in turn, which the
+// pipelined kernel overlaps across a warp's strips; longer strips keep the latencies busy
+// already and lose to the pipeline's registers and fixed grid. Measured on the H100 (double,
+// the real matrices replicated to 100M entries, stop 18): the pipeline for every strip length
+// gave luxembourg 33% -> 45% of copy bandwidth, arrow 27% -> 35%, bayer10 55% -> 64%, but
+// sparse-images 94% -> 76% and the 27-point stencil (216 slots a strip) 84% -> 72%; cut at 64
+// slots, the geometric mean over the set went 58.8% -> 62.4% (cut at 32: 59.1%, 80: 61.9%).
+inline bool cmrs_short_strips(std::int64_t slots, std::int64_t strips) { return slots <= 64 * strips; }
+
 // Same bits as cpu::spmv(const cmrs&) for every input (same buffer cells, same order of
 // additions, no contraction to FMA). Parameters outside the format's range are errc::usage.
 template <class V>

@@ -211,24 +211,64 @@ TEST(GpuCmrsSpmv, MatchesTheCpuOnRealMatrices) {
 }
 
 // Every instantiated kernel (height 1..16 with the basic buffer, every (height, modulo) with
-// height * modulo >= 32 for the modified one), on a matrix whose rows vary from empty to long.
+// height * modulo >= 32 for the modified one), on a matrix whose rows vary from empty to long;
+// the basic buffer also on rows of about two entries, whose strips the pipelined kernel takes
+// at every height, and of a hundred, whose strips the register kernel takes
+// (gpu::cmrs_short_strips).
 TEST(GpuCmrsSpmv, EveryHeightAndModuloKernel) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
-  csr<double, I> src = test::random_csr(389, 311, 8.0, 17);
+  const csr<double, I> mixed = test::random_csr(389, 311, 8.0, 17), short_rows = test::random_csr(389, 311, 2.0, 18);
+  const csr<double, I> long_rows = test::csr_from_columns(  // 100 entries a row
+      389, 311,
+      [](std::int64_t r, std::vector<std::int64_t>& cs) {
+        for (std::int64_t k = 0; k < 100; ++k) cs.push_back((r * 7 + k * 3) % 311);
+      },
+      [](std::int64_t r, std::int64_t c) { return 0.5 + static_cast<double>((r + 3 * c) % 29); });
   int kernels = 0;
   for (int modulo : {2, 4, 8, 16, 32}) {
     for (int h = 1; h <= cmrs_max_height; ++h) {
       if (modulo < cmrs_warp && h * modulo < cmrs_warp) continue;
       SCOPED_TRACE(describe(P(h, modulo)));
-      const csr<double, I> a = src;
-      check_spmv_of(a, cpu::csr_to_cmrs(a, P(h, modulo)), ctx);
-      const csr<float, I> af = test::cast_values<float>(src);
-      check_spmv_of(af, cpu::csr_to_cmrs(af, P(h, modulo)), ctx);
+      std::vector<const csr<double, I>*> inputs = {&mixed};
+      if (modulo == cmrs_warp) {
+        const std::int64_t strips = cmrs_strips(389, h);
+        EXPECT_TRUE(gpu::cmrs_short_strips(static_cast<std::int64_t>(short_rows.values.size()), strips));
+        EXPECT_FALSE(gpu::cmrs_short_strips(static_cast<std::int64_t>(long_rows.values.size()), strips));
+        inputs.push_back(&short_rows);
+        inputs.push_back(&long_rows);
+      }
+      for (const csr<double, I>* in : inputs) {
+        check_spmv_of(*in, cpu::csr_to_cmrs(*in, P(h, modulo)), ctx);
+        const csr<float, I> f = test::cast_values<float>(*in);
+        check_spmv_of(f, cpu::csr_to_cmrs(f, P(h, modulo)), ctx);
+      }
       ++kernels;
     }
   }
   EXPECT_EQ(kernels, 16 + 15 + 13 + 9 + 1);
+}
+
+// The pipelined kernel over more strips than the device holds warps, so that each warp walks
+// several (its prefetched bounds and heads carried from one strip to the next), with a few
+// long rows among the short ones (strips past their heads).
+TEST(GpuCmrsSpmv, PipelinedKernelOverManyStripsPerWarp) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const std::int64_t n = 1 << 20;
+  const csr<double, I> a = test::csr_from_columns(
+      n, n,
+      [](std::int64_t r, std::vector<std::int64_t>& cs) {
+        const std::int64_t len = r % 4099 == 0 ? 200 : 1 + r % 3;
+        for (std::int64_t k = 0; k < len; ++k) cs.push_back((r * 7 + k * 131) % (1 << 20));
+      },
+      [](std::int64_t r, std::int64_t c) { return 1.0 + static_cast<double>((r * 31 + c) % 97) / 8.0; });
+  for (int h : {4, 16}) {
+    SCOPED_TRACE(describe(P(h, 32)));
+    const cmrs<double> m = cpu::csr_to_cmrs(a, P(h, 32));
+    ASSERT_TRUE(gpu::cmrs_short_strips(static_cast<std::int64_t>(m.col_row.size()), cmrs_strips(n, h)));
+    check_spmv_of(a, m, ctx);
+  }
 }
 
 TEST(GpuCmrsSpmv, RefusesParametersOutsideTheFormat) {
