@@ -6,7 +6,7 @@
 // and adds value * x[column] into the buffer cell [l % M][row], M = params.modulo. The
 // buffer's columns are then added by the appendix's halving tree (buf[l][r] += buf[l +
 // step][r] for step = M/2 .. 1) and row strip * height + r gets buf[0][r].
-// M = 32 (register_kernel) is Algorithm 1's buf[lane][r]: appendix 9 keeps it in shared
+// M = 32 (register_kernel, pipelined_kernel) is Algorithm 1's buf[lane][r]: appendix 9 keeps it in shared
 // memory, a 32 x height buffer per warp, which costs per strip a clear of 32 * height cells,
 // a shared read-modify-write per slot and a tree of 31 * height shared additions with a
 // __syncwarp() between its steps. Each cell is only ever touched by its own lane until the
@@ -16,6 +16,8 @@
 // its remaining rows and its partner the other half, so a strip takes P - 1 + log2(32 / P)
 // shuffle-and-add steps (P = height rounded up to a power of two: 9 for height 8, the count
 // sec. 4 gives for its reduction of 32 x 8 partial sums), with the tree's pairs of operands.
+// Strips of at most two slots a lane on average (gpu::cmrs_short_strips) take the same cells
+// and tree in pipelined_kernel, which overlaps a warp's successive strips' memory latencies.
 // M < 32 (strip_kernel) is appendix 10's buf[lane % M][r], M x height in shared memory,
 // race-free because the sec. 6.7 layout never puts two slots of one row and one lane % M into
 // the same 32-slot chunk. Its cells gather slots of several lanes in chunk order, which
@@ -23,8 +25,8 @@
 // cells f += f + step * height, and lane r < height writes row strip * height + r.
 // height and M are template parameters (the paper's HEIGHT and MODULO): the buffers are
 // static (registers or shared arrays) and the reductions unroll; every valid pair is
-// instantiated (height 1..16 with M = 32; height * M >= 32 with M < 32) and picked once per
-// call.
+// instantiated (height 1..16 with M = 32, in both basic kernels; height * M >= 32 with M < 32)
+// and picked once per call.
 // Arithmetic uses the round-to-nearest intrinsics, which are never contracted to FMA, so each
 // cell sees the same additions in the same order as cpu::spmv(const cmrs&) and the results
 // are the same bits.
