@@ -151,6 +151,18 @@ __device__ __forceinline__ void write_strip(V (&sum)[P], std::int64_t j, int lan
     y[row] = beta == V(0) ? mul(alpha, row_sum) : add(mul(alpha, row_sum), mul(beta, y[row]));
 }
 
+// The calling thread's lane, its warp's index in the grid and the grid's warps: the basic
+// layout's kernels walk strips first, first + warps, ...
+struct warp_walk {
+  int lane;
+  std::int64_t first, warps;
+};
+__device__ __forceinline__ warp_walk grid_warps() {
+  return {static_cast<int>(threadIdx.x % warp_size),
+          (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size,
+          static_cast<std::int64_t>(gridDim.x) * block_warps};
+}
+
 // A warp per strip, strips j, j + warps, ...
 template <class V, int H>
 __global__ void __launch_bounds__(block_threads)
@@ -158,9 +170,8 @@ __global__ void __launch_bounds__(block_threads)
                     const std::uint32_t* __restrict__ col_row, const V* __restrict__ val, V alpha,
                     const V* __restrict__ x, V beta, V* y) {
   constexpr int P = pow2_at_least(H);
-  const int lane = static_cast<int>(threadIdx.x % warp_size);
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * block_warps;
-  std::int64_t j = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
+  const auto [lane, first, warps] = grid_warps();
+  std::int64_t j = first;
   I b = 0, e = 0;
   if (j < strips) b = strip_ptr[j], e = strip_ptr[j + 1];
   for (; j < strips; j += warps) {
@@ -185,8 +196,7 @@ __global__ void __launch_bounds__(block_threads)
                      const std::uint32_t* __restrict__ col_row, const V* __restrict__ val, V alpha,
                      const V* __restrict__ x, V beta, V* y) {
   constexpr int P = pow2_at_least(H);
-  const int lane = static_cast<int>(threadIdx.x % warp_size);
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * block_warps;
+  const auto [lane, first, warps] = grid_warps();
   const auto bounds = [&](std::int64_t k, I& kb, I& ke) {
     kb = ke = 0;
     if (k < strips) kb = strip_ptr[k], ke = strip_ptr[k + 1];
@@ -195,7 +205,7 @@ __global__ void __launch_bounds__(block_threads)
     w = 0, v = V(0);
     if (kb + lane < ke) w = col_row[kb + lane], v = val[kb + lane];
   };
-  std::int64_t j = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
+  std::int64_t j = first;
   I b, e, nb, ne;
   bounds(j, b, e);
   bounds(j + warps, nb, ne);
