@@ -1,8 +1,7 @@
 // Searches and the warp prefix sum on the device, shared by the GPU converters (convert/gpu)
 // and kernels (kernels/gpu) (include from .cu/.cuh files only): binary searches in a sorted
-// array, as in std::upper_bound and std::lower_bound, the same search across the lanes of a
-// warp or of a group of its lanes by shuffles, and the prefix sum over a warp's lanes that such
-// searches run on.
+// array, as in std::upper_bound and std::lower_bound, the same search across the 32 lanes of a
+// warp by shuffles, and the prefix sum over a warp's lanes that such searches run on.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -34,28 +33,17 @@ __device__ __forceinline__ std::int64_t lower_bound(const T* a, std::int64_t lo,
   return lo;
 }
 
-// How many of the first group - 1 lanes of this lane's group of `group` lanes (a power of two
-// dividing 32; 32, the default, is the whole warp) hold a value <= v, where `value` does not
-// decrease across the group: a binary search over the lanes by shuffles, log2(group) rounds.
-// For a v below the group's last value it is the number of the group's lanes at or below v.
-// Every lane of the warp must call it with the same group (full-mask shuffles; each lane may
-// ask for its own v).
-template <class T, class U>
-__device__ __forceinline__ int group_count_below_last(T value, U v, int group = 32) {
-  int n = 0;
-  for (int step = group / 2; step > 0; step /= 2)
-    if (__shfl_sync(0xffffffffu, value, n + step - 1, group) <= v) n += step;
-  return n;
-}
-
 // How many lanes of the warp hold a value <= v (0 to 32), where `value` does not decrease from
-// lane 0 to lane 31: the search above, and a look at lane 31. Every lane of the warp must call
-// it (full-mask shuffles; each lane may ask for its own v).
+// lane 0 to lane 31: a binary search over the lanes by shuffles, five rounds and a look at lane
+// 31. Every lane of the warp must call it (full-mask shuffles; each lane may ask for its own v).
 template <class T, class U>
 __device__ __forceinline__ int warp_count_at_or_below(T value, U v) {
-  const int n = group_count_below_last(value, v);
+  constexpr unsigned full_warp = 0xffffffffu;
+  int n = 0;
+  for (int step = 16; step > 0; step /= 2)
+    if (__shfl_sync(full_warp, value, n + step - 1) <= v) n += step;
   // Read unconditionally: a shuffle behind `n == 31 &&` would leave out the other lanes.
-  const T last = __shfl_sync(0xffffffffu, value, 31);
+  const T last = __shfl_sync(full_warp, value, 31);
   return n == 31 && last <= v ? 32 : n;
 }
 

@@ -14,8 +14,9 @@
 //   spmv_mbr.hpp, where the measurements are): the block-row kernel. A group of L lanes of one
 //   warp takes a block row (mbr_lanes_per_block_row), a window of L blocks at a time, one per
 //   lane; the lanes list the window's values (bit, block) in shared memory, then read the
-//   values in chunks of L (coalesced), a lane per value (see the kernel). The R = r sums of the block row
-//   are kept in registers (R a template parameter) and a shuffle tree adds the group's sums.
+//   values in chunks of L (coalesced), a lane per value (see the kernel). The R = r sums of
+//   the block row are kept in registers (R a template parameter) and a shuffle tree adds the
+//   group's sums.
 //   Why: the row kernel below makes every row of a block row walk all of its blocks, so a long
 //   block row holds its r threads for the whole walk while the rest of the warp idles, and a
 //   warp's threads read values of different block rows far apart. Lanes split a row's sum, and
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(block_threads)
 
 template <class M, int R, class V>
 void launch_block_rows(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, const V* x, V beta, V* y,
-                   cudaStream_t s) {
+                       cudaStream_t s) {
   const int lanes = mbr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(a.values.size()));
   const block_row_shape m{block_rows, a.rows, a.params.block_cols, lanes};
   block_row_kernel<M, R, V><<<launch_blocks(block_rows * lanes, block_threads), block_threads, 0, s>>>(
