@@ -151,6 +151,13 @@ __device__ __forceinline__ void write_strip(V (&sum)[P], std::int64_t j, int lan
     y[row] = beta == V(0) ? mul(alpha, row_sum) : add(mul(alpha, row_sum), mul(beta, y[row]));
 }
 
+// A strip's slot b + lane (+ 32): b <= 2^31 - 1 (strip_ptr is I), so the sum stays below 2^32
+// in unsigned 32-bit arithmetic, where an int sum overflows for a strip starting within 63
+// slots of 2^31 - 1. The same instructions as the int sum (the widening zero-extends instead).
+__device__ __forceinline__ std::uint32_t slot_of(I b, int lane) {
+  return static_cast<std::uint32_t>(b) + static_cast<std::uint32_t>(lane);
+}
+
 // The calling thread's lane, its warp's index in the grid and the grid's warps: the basic
 // layout's kernels walk strips first, first + warps, ...
 struct warp_walk {
@@ -176,7 +183,7 @@ __global__ void __launch_bounds__(block_threads)
   if (j < strips) b = strip_ptr[j], e = strip_ptr[j + 1];
   for (; j < strips; j += warps) {
     V sum[P] = {};  // +0.0, like the cleared buffer
-    add_slots<H>(sum, b + lane, e, col_row, val, x);
+    add_slots<H>(sum, slot_of(b, lane), e, col_row, val, x);
     // The next strip's bounds are loaded while this strip is reduced.
     if (j + warps < strips) b = strip_ptr[j + warps], e = strip_ptr[j + warps + 1];
     write_strip<H>(sum, j, lane, rows, alpha, beta, y);
@@ -203,7 +210,8 @@ __global__ void __launch_bounds__(block_threads)
   };
   const auto head = [&](I kb, I ke, std::uint32_t& w, V& v) {
     w = 0, v = V(0);
-    if (kb + lane < ke) w = col_row[kb + lane], v = val[kb + lane];
+    const std::uint32_t s = slot_of(kb, lane);
+    if (s < static_cast<std::uint32_t>(ke)) w = col_row[s], v = val[s];
   };
   std::int64_t j = first;
   I b, e, nb, ne;
@@ -213,7 +221,7 @@ __global__ void __launch_bounds__(block_threads)
   V hv;
   head(b, e, hw, hv);
   for (; j < strips; j += warps) {
-    const bool has_head = b + lane < e;
+    const bool has_head = slot_of(b, lane) < static_cast<std::uint32_t>(e);
     const V hx = has_head ? x[hw >> cmrs_row_bits] : V(0);
     std::uint32_t next_w;
     V next_v;
@@ -222,7 +230,7 @@ __global__ void __launch_bounds__(block_threads)
     bounds(j + 2 * warps, nnb, nne);
     V sum[P] = {};  // +0.0, like the cleared buffer
     if (has_head) add_slot<H>(sum, hw, mul(hv, hx));
-    add_slots<H>(sum, b + lane + warp_size, e, col_row, val, x);
+    add_slots<H>(sum, slot_of(b, lane) + warp_size, e, col_row, val, x);
     write_strip<H>(sum, j, lane, rows, alpha, beta, y);
     b = nb, e = ne, nb = nnb, ne = nne, hw = next_w, hv = next_v;
   }
