@@ -431,8 +431,9 @@ __global__ void __launch_bounds__(threads, 4)
 // block column at heads only. With zero_count given, adds the entries whose bits are all zero
 // to it (BCSR's stored zeros). The chunks: with `chunks` given, the *chunk_count chunks that
 // order_counted listed (list_wide_runs); else all entries, chunk d being [d * chunk,
-// (d + 1) * chunk).
-template <class V>
+// (d + 1) * chunk). OtherRows: r > 1 (with r = 1 an entry's rank is its index, and the
+// kernel leaves out the searches' registers).
+template <class V, bool OtherRows>
 __global__ void order_searched(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col, const V* val,
                                int r, int c, const I* chunks, const I* chunk_count, V* out, std::uint8_t* head,
                                std::uint8_t* place, I* head_col, I* zero_count) {
@@ -460,7 +461,7 @@ __global__ void order_searched(std::int64_t nnz, const I* row_ptr, std::int64_t 
       I t = row_ptr[r0] + (e - start);
       bool opens = e == start || static_cast<std::uint32_t>(col[e - 1]) < left;
       I s = row_ptr[r0];
-      for (I p = r0; p < r_end; ++p) {
+      for (I p = r0; OtherRows && p < r_end; ++p) {
         const I f = row_ptr[p + 1];
         if (p != i) {
           const I at_left = first_at_or_after(col, s, f, left);
@@ -551,12 +552,14 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
       check_launch(who, "putting the entries in block order");
       // The listed chunks are counted on the device by one resident wave of blocks (none
       // when every block row was counted).
-      order_searched<V><<<resident_blocks(order_searched<V>, threads, ctx.device(), who), threads, 0, s>>>(
+      const auto searched = order_searched<V, true>;
+      searched<<<resident_blocks(searched, threads, ctx.device(), who), threads, 0, s>>>(
           nnz, row_ptr, a.rows, col, val, r, c, o.block_no.data(), listed.data(), out, o.head.data(), o.place.data(),
           o.head_col.data(), zero_count);
       check_launch(who, "putting the wide block rows in block order");
     } else {
-      order_searched<V><<<launch_blocks((nnz + chunk - 1) / chunk * 32, threads), threads, 0, s>>>(
+      const auto searched = r > 1 ? order_searched<V, true> : order_searched<V, false>;
+      searched<<<launch_blocks((nnz + chunk - 1) / chunk * 32, threads), threads, 0, s>>>(
           nnz, row_ptr, a.rows, col, val, r, c, nullptr, nullptr, out, o.head.data(), o.place.data(),
           o.head_col.data(), zero_count);
       check_launch(who, "putting the entries in block order");
