@@ -166,6 +166,34 @@ TEST(GpuMbrConvert, MatchesTheCpuOnRealMatrices) {
   }
 }
 
+// Block rows for each ordering pass of convert/gpu/block_rows.cuh, 64 rows each: a band
+// (counted), three entries a row in block columns far apart and shared by the rows (wide, few
+// entries: sorted) and twelve a row so, under a row of 600 (wide, many: searched, the rows
+// above and below each entry's row in one or several batches of searches). Blocks hold entries
+// of several rows; with 8-row blocks a sorted group's 24 entries span both halves of the
+// warp's keys.
+TEST(GpuMbrConvert, EveryOrderingPass) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const csr<double, I> a = test::csr_from_columns(
+      192, std::int64_t{1} << 20,
+      [](std::int64_t i, std::vector<std::int64_t>& cs) {
+        const std::int64_t in_group = i % 64;
+        if (i < 64) {
+          for (std::int64_t j = std::max<std::int64_t>(0, i - 3); j <= i + 3; ++j) cs.push_back(j);
+        } else if (i < 128) {
+          for (std::int64_t k = 0; k < 3; ++k) cs.push_back(k * 300000 + in_group % 4);
+        } else {
+          for (std::int64_t k = 0; k < 12; ++k) cs.push_back(k * 80000 + (in_group * 7) % 13);
+          if (in_group == 0)
+            for (std::int64_t k = 0; k < 600; ++k) cs.push_back(k * 1700 + k % 5);
+        }
+      },
+      [](std::int64_t i, std::int64_t j) { return static_cast<double>((i * 31 + j) % 97) - 48.5; });
+  check_conversions<double>(a, ctx);
+  check_conversions<float>(a, ctx);
+}
+
 // Values travel as bits: -0.0, stored zeros and NaN payloads come back as they were.
 TEST(GpuMbrConvert, KeepsSignedZerosAndNanPayloads) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
