@@ -22,12 +22,12 @@ namespace spconv::gpu {
 // cuSPARSE): the row kernel 0.22x (stop 16); a lane per block, stop 16's block-row kernel,
 // 0.41x; a lane per value searching each value's block, 0.57x (stop 17); a lane per value
 // with the window's values listed in shared memory, this one, 0.73x against stop 17's 0.56x in
-// one device call (stop 18; SpMV time 17.5 against 22.4 us in geometric mean). On the matrices replicated to 100M entries (1M-100M rows) the
-// row kernel runs 0.53x and the block-row kernel 0.36x (stop 18, same call as the row
-// kernel's figure; 0.37x and 0.39x with 4 and 8 lanes for every block row): there a group
-// waits on its block row's pointers, then its bitmaps, then its values, once per block row,
-// where the row kernel's warp covers 32 rows with one such chain, so larger matrices keep the
-// row kernel.
+// one device call (stop 18; SpMV time 17.5 against 22.4 us in geometric mean). On the matrices
+// replicated to 100M entries (1M-100M rows) the row kernel runs 0.53x and the block-row kernel
+// 0.36x (stop 18, same call as the row kernel's figure; 0.37x and 0.39x with 4 and 8 lanes for
+// every block row): there a group waits on its block row's pointers, then its bitmaps, then
+// its values, once per block row, where the row kernel's warp covers 32 rows with one such
+// chain, so larger matrices keep the row kernel.
 inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
 inline bool mbr_uses_block_row_kernel(std::int64_t rows, int r) {
   return (r == 1 || r == 2 || r == 4 || r == 8) && rows < mbr_block_row_kernel_rows;
