@@ -1,6 +1,7 @@
 // Device helper shared by the GPU MBR converter (convert/gpu/mbr_to_csr.cu) and the GPU MBR
-// SpMV (kernels/gpu/spmv_mbr.cu): one matrix row's part of a block bitmap. Both walk a block
-// row with one thread per matrix row; row i of an r x c block owns bits i*c .. i*c + c - 1
+// SpMV (kernels/gpu/spmv_mbr.cu): one matrix row's part of a block bitmap, for a thread per
+// matrix row walking its block row or a lane per row of a block; row i of an r x c block owns
+// bits i*c .. i*c + c - 1
 // (sec. III: bit i*c + j is row i, column j, lowest bit top left), and its values follow the
 // values of the block's lower bits, since a block stores its values in increasing bit order.
 #pragma once
@@ -8,17 +9,26 @@
 
 namespace spconv::gpu {
 
-struct mbr_row_bits {
-  std::uint64_t cols;  // bit j set: the row holds an entry in column j of the block
-  int before;          // the block's values that come before this row's (set bits below i*c)
+// W: the word the bitmap is read into, 64 bits, or 32 when the bitmap has at most 32 bits (the
+// MBR tile kernel, where 64-bit shifts and masks would double the instructions of a slice).
+template <class W>
+struct mbr_row_bits_of {
+  W cols;      // bit j set: the row holds an entry in column j of the block
+  int before;  // the block's values that come before this row's (set bits below i*c)
 };
+using mbr_row_bits = mbr_row_bits_of<std::uint64_t>;
 
-// i*c < 64 always (i < r and r*c <= 64), so both shifts are defined.
-__device__ __forceinline__ mbr_row_bits mbr_row_of(std::uint64_t map, int i, int c) {
+__device__ __forceinline__ int mbr_popcount(std::uint64_t v) { return __popcll(v); }
+__device__ __forceinline__ int mbr_popcount(std::uint32_t v) { return __popc(v); }
+
+// i*c < the bits of W always (i < r and r*c <= the bitmap's bits), so both shifts are defined.
+template <class W>
+__device__ __forceinline__ mbr_row_bits_of<W> mbr_row_of(W map, int i, int c) {
+  constexpr int bits = 8 * static_cast<int>(sizeof(W));
   const int shift = i * c;
-  const std::uint64_t below = shift == 0 ? 0 : ~std::uint64_t{0} >> (64 - shift);
-  const std::uint64_t row_mask = c >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c) - 1;
-  return {(map >> shift) & row_mask, __popcll(map & below)};
+  const W below = shift == 0 ? 0 : ~W{0} >> (bits - shift);
+  const W row_mask = c >= bits ? ~W{0} : (W{1} << c) - 1;
+  return {(map >> shift) & row_mask, mbr_popcount(map & below)};
 }
 
 }  // namespace spconv::gpu

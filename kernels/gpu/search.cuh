@@ -33,6 +33,35 @@ __device__ __forceinline__ std::int64_t lower_bound(const T* a, std::int64_t lo,
   return lo;
 }
 
+// The row holding entry k of a CSR-like pointer array (HOLA's first kernel, the MBR tile
+// kernel's block rows) (ptr[r] <= k < ptr[r + 1], 0 <= k < nnz): first the row where k
+// would lie were all rows equally long, then a bracket [lo, hi) with ptr[lo] <= k < ptr[hi]
+// widened from there by doubling steps, then a binary search inside it. On matrices whose rows
+// are alike (the replicated set, stencils) the guess is within a few rows: a handful of
+// dependent loads instead of log2(rows).
+template <class I>
+__device__ inline std::int64_t row_of_entry(const I* ptr, std::int64_t rows, std::int64_t nnz, std::int64_t k) {
+  std::int64_t guess = static_cast<std::int64_t>(static_cast<double>(k) / static_cast<double>(nnz) * rows);
+  guess = min(max(guess, std::int64_t{0}), rows - 1);
+  std::int64_t lo, hi;
+  if (ptr[guess] <= k) {
+    lo = guess;
+    hi = guess + 1;
+    for (std::int64_t step = 1; hi < rows && ptr[hi] <= k; step *= 2) {
+      lo = hi;
+      hi = min(hi + step, rows);  // ptr[rows] = nnz > k
+    }
+  } else {
+    hi = guess;
+    lo = guess - 1;
+    for (std::int64_t step = 1; lo > 0 && ptr[lo] > k; step *= 2) {
+      hi = lo;
+      lo = max(lo - step, std::int64_t{0});  // ptr[0] = 0 <= k
+    }
+  }
+  return upper_bound(ptr, lo, hi, k) - 1;  // the last row whose start is <= k: a non-empty row
+}
+
 // How many lanes of the warp hold a value <= v (0 to 32), where `value` does not decrease from
 // lane 0 to lane 31: a binary search over the lanes by shuffles, five rounds and a look at lane
 // 31. Every lane of the warp must call it (full-mask shuffles; each lane may ask for its own v).

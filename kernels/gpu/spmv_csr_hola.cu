@@ -66,34 +66,6 @@ __global__ void assign_rows_scatter(std::int64_t rows, std::int64_t nnz, const I
   }
 }
 
-// The row holding entry k (ptr[r] <= k < ptr[r + 1], 0 <= k < nnz): first the row where k
-// would lie were all rows equally long, then a bracket [lo, hi) with ptr[lo] <= k < ptr[hi]
-// widened from there by doubling steps, then a binary search inside it. On matrices whose rows
-// are alike (the replicated set, stencils) the guess is within a few rows: a handful of
-// dependent loads instead of log2(rows).
-template <class I>
-__device__ std::int64_t row_of_entry(const I* ptr, std::int64_t rows, std::int64_t nnz, std::int64_t k) {
-  std::int64_t guess = static_cast<std::int64_t>(static_cast<double>(k) / static_cast<double>(nnz) * rows);
-  guess = min(max(guess, std::int64_t{0}), rows - 1);
-  std::int64_t lo, hi;
-  if (ptr[guess] <= k) {
-    lo = guess;
-    hi = guess + 1;
-    for (std::int64_t step = 1; hi < rows && ptr[hi] <= k; step *= 2) {
-      lo = hi;
-      hi = min(hi + step, rows);  // ptr[rows] = nnz > k
-    }
-  } else {
-    hi = guess;
-    lo = guess - 1;
-    for (std::int64_t step = 1; lo > 0 && ptr[lo] > k; step *= 2) {
-      hi = lo;
-      lo = max(lo - step, std::int64_t{0});  // ptr[0] = 0 <= k
-    }
-  }
-  return upper_bound(ptr, lo, hi, k) - 1;  // the last row whose start is <= k: a non-empty row
-}
-
 // hola_row_assignment::search, a thread per block. A row is set to beta*y by the first block
 // starting in it: block b - 1 starts in it too when it begins at or before entry (b - 1)*npb.
 template <class V, class I>

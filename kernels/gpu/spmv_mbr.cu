@@ -8,22 +8,24 @@
 // division and remainder (sec. IV) disappear; values are stored in bit order, so a row's
 // values follow the block's set bits below its slice.
 //
-// Which kernel runs:
+// Which kernel runs (mbr_spmv_kernel, spmv_mbr.hpp, where the measurements are):
 // - gpu::spmv with r in {1, 2, 4, 8}, every height the automatic block size can pick
-//   (cpu::resolve_mbr_params), on matrices of fewer than 2^18 rows (mbr_uses_block_row_kernel,
-//   spmv_mbr.hpp, where the measurements are): the block-row kernel. A group of L lanes of one
-//   warp takes a block row (mbr_lanes_per_block_row), a window of L blocks at a time, one per
-//   lane; the lanes list the window's values (bit, block) in shared memory, then read the
-//   values in chunks of L (coalesced), a lane per value (see the kernel). The R = r sums of
-//   the block row are kept in registers (R a template parameter) and a shuffle tree adds the
-//   group's sums.
-//   Why: the row kernel below makes every row of a block row walk all of its blocks, so a long
-//   block row holds its r threads for the whole walk while the rest of the warp idles, and a
-//   warp's threads read values of different block rows far apart. Lanes split a row's sum, and
-//   products may be contracted to FMA (nvcc's default, as in the BCSR kernel), so the result
-//   is held to the CSR reference's tolerance, not to the CPU's bits.
-// - gpu::spmm (k >= 1 vectors, k = 1 included), and gpu::spmv with another r or on larger
-//   matrices: the row kernel.
+//   (cpu::resolve_mbr_params), on matrices of fewer than 2^18 rows: the block-row kernel. A
+//   group of L lanes of one warp takes a block row (mbr_lanes_per_block_row), a window of L
+//   blocks at a time, one per lane; the lanes list the window's values (bit, block) in shared
+//   memory, then read the values in chunks of L (coalesced), a lane per value (see the
+//   kernel). The R = r sums of the block row are kept in registers (R a template parameter)
+//   and a shuffle tree adds the group's sums.
+// - the same heights on matrices of 2^18 rows and more: the tile kernel. A warp takes 256
+//   consecutive blocks whatever block rows they belong to, 32 at a time, and a lane per run
+//   (one row's slice of one block) sums it; block rows split between warps are added
+//   atomically (see the kernel).
+//   Why both: the row kernel below makes every row of a block row walk all of its blocks, so
+//   a long block row holds its r threads for the whole walk while the rest of the warp idles,
+//   and a warp's threads read values of different block rows far apart. Lanes split a row's
+//   sum, and products may be contracted to FMA (nvcc's default, as in the BCSR kernel), so
+//   the results are held to the CSR reference's tolerance, not to the CPU's bits.
+// - gpu::spmm (k >= 1 vectors, k = 1 included), and gpu::spmv with another r: the row kernel.
 //   One thread per matrix row: row i of block row br walks the blocks of br in stored order
 //   and decodes its own slice of each. For k vectors (sec. IV-B) every decoded bit feeds K
 //   multiply-adds with K a template parameter (unrolled), K <= 8 per kernel, so the decode is
@@ -37,10 +39,12 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "convert/gpu/mbr_rows.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/block_row_sums.cuh"
+#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/search.cuh"
 #include "kernels/gpu/spmv_mbr.hpp"
 
@@ -63,6 +67,10 @@ __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, 
 template <class F>
 __device__ __forceinline__ void for_each_column(std::uint64_t cols, F&& f) {
   for (; cols; cols &= cols - 1) f(__ffsll(static_cast<long long>(cols)) - 1);
+}
+template <class F>
+__device__ __forceinline__ void for_each_column(std::uint32_t cols, F&& f) {
+  for (; cols; cols &= cols - 1) f(__ffs(static_cast<int>(cols)) - 1);
 }
 
 // Y[:, 0:K] = alpha * A * X[:, 0:K] + beta * Y[:, 0:K], X and Y row-major with leading
@@ -185,6 +193,188 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// The tile kernel's unit of work: a warp takes tile_blocks consecutive blocks (whatever
+// block rows they belong to), a window of 32 at a time, so every warp does the same work
+// however long the block rows are (HOLA's strict splitting, sec. 3.1, on blocks).
+constexpr int tile_windows = 8;
+constexpr std::int64_t tile_blocks = tile_windows * warp_size;
+constexpr int tile_threads = 128;  // 4 warps: 4 x (4 KiB of slots + r x 32 sums) of shared memory
+constexpr int tile_warps = tile_threads / warp_size;
+
+struct tile_shape {
+  std::int64_t block_rows, rows, blocks, tiles;  // ceil(rows / r), rows, block_row_ptr[block_rows], tiles
+  int c;
+};
+
+// Rows that several warps add to: a block row split between tiles receives atomic additions
+// from each, so before the tile kernel the tile holding its first block sets its rows to
+// beta*y (a thread per tile; each split block row starts in one tile, where it holds the
+// tile's last block and runs past the tile's end). first_row[t] is the block row holding the
+// tile's first block (0 for tile 0, so that leading empty block rows are written); empty block
+// rows starting at a tile's first block belong to the tile before, which writes every block row
+// ending at or before its end.
+template <class V>
+__global__ void tile_rows(tile_shape m, int r, const I* __restrict__ block_row_ptr, I* first_row, V beta, V* y) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= m.tiles) return;
+  const std::int64_t b0 = t * tile_blocks, b1 = min(b0 + tile_blocks, m.blocks);
+  first_row[t] = t == 0 ? 0 : static_cast<I>(row_of_entry(block_row_ptr, m.block_rows, m.blocks, b0));
+  const std::int64_t last = row_of_entry(block_row_ptr, m.block_rows, m.blocks, b1 - 1);
+  if (block_row_ptr[last] >= b0 && block_row_ptr[last + 1] > b1)
+    for (std::int64_t row = last * r; row < min((last + 1) * r, m.rows); ++row) y[row] = scaled_y(beta, y, row);
+}
+
+// y = alpha*A*x + beta*y for blocks of height R, a warp per tile of tile_blocks consecutive
+// blocks, a window of 32 blocks at a time, one per lane. A run is one row's slice of one block
+// (sec. III: bits i*c .. i*c + c - 1), holding entries. Each lane lists its block's runs in the
+// warp's slots (lane and row; block order, then row order, which is the values' order), and a
+// lane per run then sums its slice: its set bits, lowest first, are its columns (sec. IV-A),
+// its values follow the block's bits below the slice, and its block's column, bitmap and first
+// value come from the block's lane by shuffles. The run's sum goes to its own cell
+// sums[block's lane][row] in shared memory: no lane keeps the sums of a block row, so a window
+// may hold parts of many block rows, and runs of empty rows take no lane (a lane per block and
+// row would idle on graph-like matrices, where most slices are empty). Then the window's
+// finished block rows (those ending in it, empty ones included) are written, a lane per row:
+// the sum of its block row's cells over the lanes of its blocks, plus the part carried from
+// earlier windows when the block row began before this one; the block row still open at the
+// window's end carries its part on. A block row that began in an earlier tile, or runs past the
+// tile's end, is added to y atomically (tile_rows set it to beta*y). The window's first value
+// comes from value_ptr of the tile's first block row, plus the popcounts of that block row's
+// blocks before the tile (only block rows longer than a tile have such blocks). Every loop that
+// holds a full-mask shuffle has bounds that are the same for the whole warp. Rows are summed
+// run by run (and products may be contracted to FMA), so the result is held to the CSR
+// tolerance, not to the CPU's bits.
+template <class M, int R, class V>
+__global__ void __launch_bounds__(tile_threads)
+    tile_kernel(tile_shape m, const I* __restrict__ block_row_ptr, const I* __restrict__ block_col_idx,
+                const M* __restrict__ bitmaps, const I* __restrict__ value_ptr, const V* __restrict__ values,
+                const I* __restrict__ first_row, V alpha, const V* __restrict__ x, V beta, V* y) {
+  __shared__ std::uint8_t window_slots[tile_warps][warp_size * R];  // a window's runs: lane << 3 | row
+  // sums[lane][row], padded to R + 1 rows so that the cells of one block's rows, and of one row
+  // in different blocks, lie in different banks.
+  __shared__ V window_sums[tile_warps][warp_size][R + 1];
+  __shared__ V carried_sums[tile_warps][R];
+  const int lane = static_cast<int>(threadIdx.x % warp_size), w = static_cast<int>(threadIdx.x / warp_size);
+  using W = std::conditional_t<(sizeof(M) <= 4), std::uint32_t, std::uint64_t>;  // a bitmap's word
+  std::uint8_t* const slots = window_slots[w];
+  V(&sums)[warp_size][R + 1] = window_sums[w];
+  V* const carried = carried_sums[w];
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * tile_warps + w;
+  if (t >= m.tiles) return;  // the whole warp
+  const std::int64_t b0 = t * tile_blocks, b1 = min(b0 + tile_blocks, m.blocks);
+  std::int64_t cur = first_row[t];  // the first block row not yet written
+  const std::int64_t first_block = block_row_ptr[cur];
+  // The tile's first value: its first block row's, plus the values of that block row's blocks
+  // before the tile.
+  unsigned before = 0;
+  for (std::int64_t b = first_block + lane; b - lane < b0; b += warp_size)
+    before += b < b0 ? static_cast<unsigned>(__popcll(bitmaps[b])) : 0u;
+  std::int64_t v0 = value_ptr[cur] + static_cast<std::int64_t>(__reduce_add_sync(full_mask, before));
+  bool carrying = false;  // whether carried holds the part of block row cur before the window
+  // A window's bitmaps and columns are loaded a window ahead, and the bounds of the block rows
+  // it may finish before its values.
+  M map_next = b0 + lane < b1 ? bitmaps[b0 + lane] : M(0);
+  I col_next = b0 + lane < b1 ? block_col_idx[b0 + lane] : 0;
+  for (std::int64_t w0 = b0; w0 < b1; w0 += warp_size) {
+    const std::int64_t we = min(w0 + warp_size, b1);
+    const M map = map_next;
+    const I col = col_next;
+    if (we + lane < b1) {
+      map_next = bitmaps[we + lane];
+      col_next = block_col_idx[we + lane];
+    }
+    I s, e;  // block row cur + lane's first and end block (past the last block row: none)
+    bool exists;
+    const auto bounds = [&] {
+      exists = cur + lane < m.block_rows;
+      s = exists ? block_row_ptr[cur + lane] : 0;
+      e = exists ? block_row_ptr[cur + lane + 1] : 0;
+    };
+    bounds();
+    // The block's values start where the window's blocks before it end (values are stored in
+    // block order, sec. III). Its runs are its rows with entries: each is listed in the warp's
+    // slots (lane and row, block order then row order, which is value order).
+    const int pop = __popcll(map);
+    const int upto = group_inclusive_sum(pop), first_value = upto - pop;
+    const int n = __shfl_sync(full_mask, upto, warp_size - 1);  // the window's values
+    unsigned rows_with_entries = 0;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      sums[lane][i] = V(0);
+      if (mbr_row_of(static_cast<W>(map), i, m.c).cols != 0) rows_with_entries |= 1u << i;
+    }
+    const int runs = __popc(rows_with_entries);
+    const int runs_upto = group_inclusive_sum(runs);
+    const int window_runs = __shfl_sync(full_mask, runs_upto, warp_size - 1);
+    int k = runs_upto - runs;
+    for (unsigned o = rows_with_entries; o; o &= o - 1) slots[k++] = static_cast<std::uint8_t>(lane << 3 | (__ffs(o) - 1));
+    __syncwarp();
+    // A lane per run: its row's slice of its block (sec. IV-A: the set bits, lowest first, are
+    // its columns; its values follow the block's bits below the slice), summed in a register
+    // and stored in the run's own cell.
+    for (int r0 = 0; r0 < window_runs; r0 += warp_size) {
+      const bool live = r0 + lane < window_runs;
+      const unsigned slot = live ? slots[r0 + lane] : 0u;
+      const int owner = static_cast<int>(slot >> 3), i = static_cast<int>(slot & 7u);
+      const I block_col = __shfl_sync(full_mask, col, owner);
+      const W block_map = __shfl_sync(full_mask, static_cast<W>(map), owner);
+      const int block_first = __shfl_sync(full_mask, first_value, owner);
+      if (live) {
+        const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, m.c);
+        const V* xb = x + static_cast<std::int64_t>(block_col) * m.c;
+        const V* vp = values + v0 + block_first + part.before;
+        V sum = V(0);
+        for_each_column(part.cols, [&](int j) { sum += *vp++ * xb[j]; });
+        sums[owner][i] = sum;
+      }
+    }
+    __syncwarp();  // (a window without values has no chunk)
+    // Block rows cur, cur + 1, ...: those ending at or before we are written, the one holding
+    // block we - 1 and running past we is carried. A round takes 32 block rows; more rounds
+    // only when more than 32 block rows (empty ones) end in this window.
+    for (;;) {
+      const unsigned done = __ballot_sync(full_mask, exists && e <= we);
+      const int finished = __popc(done);  // a prefix of the lanes: e does not decrease
+      const int open_here = exists && s < we && e > we ? 1 : 0;
+      const bool open = __shfl_sync(full_mask, open_here, finished % warp_size) != 0 && finished < warp_size;
+      const int outputs = (finished + (open ? 1 : 0)) * R;
+      V open_sum = V(0);
+      for (int q0 = 0; q0 < outputs; q0 += warp_size) {
+        const int q = q0 + lane, kk = q / R, i = q % R;
+        const I sk = __shfl_sync(full_mask, s, kk % warp_size), ek = __shfl_sync(full_mask, e, kk % warp_size);
+        if (q < outputs) {
+          V sum = kk == 0 && carrying ? carried[i] : V(0);
+          const int lo = static_cast<int>(max(static_cast<std::int64_t>(sk), w0) - w0);
+          const int hi = static_cast<int>(min(static_cast<std::int64_t>(ek), we) - w0);
+          for (int l = lo; l < hi; ++l) sum += sums[l][i];
+          const std::int64_t br = cur + kk, row = br * R + i;
+          if (kk == finished) open_sum = sum;
+          else if (row < m.rows) {
+            if (sk < b0 || ek > b1) atomicAdd(y + row, alpha * sum);
+            else y[row] = beta == V(0) ? alpha * sum : alpha * sum + beta * y[row];
+          }
+        }
+      }
+      __syncwarp();
+      if (open) {
+        const int q = finished * R + (lane % R);
+        if (lane == q % warp_size) carried[q % R] = open_sum;
+      }
+      __syncwarp();
+      cur += finished;
+      carrying = open;
+      if (finished < warp_size) break;
+      bounds();
+    }
+    v0 += n;
+  }
+  // The block row open at the tile's end runs on into the next tile: its part is added.
+  if (carrying && lane < R) {
+    const std::int64_t row = cur * R + lane;
+    if (row < m.rows) atomicAdd(y + row, alpha * carried[lane]);
+  }
+}
+
 template <class M, int R, class V>
 void launch_block_rows(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, const V* x, V beta, V* y,
                        cudaStream_t s) {
@@ -193,6 +383,26 @@ void launch_block_rows(const mbr<V, I, device>& a, std::int64_t block_rows, V al
   block_row_kernel<M, R, V><<<launch_blocks(block_rows * lanes, block_threads), block_threads, 0, s>>>(
       m, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
       a.value_ptr.data(), a.values.data(), alpha, x, beta, y);
+}
+
+template <class M, int R, class V>
+void launch_tiles(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, const V* x, V beta, V* y,
+                  gpu_context& ctx) {
+  const auto s = static_cast<cudaStream_t>(ctx.stream());
+  const auto blocks = static_cast<std::int64_t>(a.block_col_idx.size());
+  if (blocks == 0) {  // every block row is empty
+    scale_y<V><<<launch_blocks(a.rows, block_threads), block_threads, 0, s>>>(a.rows, beta, y);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the mbr y scaling");
+    return;
+  }
+  const tile_shape m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, a.params.block_cols};
+  auto* first_row = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(m.tiles) * sizeof(I)));
+  tile_rows<V><<<launch_blocks(m.tiles, block_threads), block_threads, 0, s>>>(m, R, a.block_row_ptr.data(),
+                                                                              first_row, beta, y);
+  check_cuda(cudaGetLastError(), "gpu::spmv: launching the mbr tile assignment");
+  tile_kernel<M, R, V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
+      m, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
+      a.value_ptr.data(), a.values.data(), first_row, alpha, x, beta, y);
 }
 
 template <class M, int K, class V>
@@ -263,29 +473,42 @@ void spmm(const mbr<V, I, device>& a, int k, V alpha, const V* x, V beta, V* y, 
 }
 
 template <class V>
-void spmv(const mbr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+void spmv(const mbr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, mbr_kernel kernel) {
   const std::int64_t block_rows = checked_block_rows(a, "gpu::spmv");
+  const int r = a.params.block_rows, w = a.params.bitmap_bytes;
+  if (kernel == mbr_kernel::automatic) kernel = mbr_spmv_kernel(a.rows, r);
+  if (kernel != mbr_kernel::rows && r != 1 && r != 2 && r != 4 && r != 8)
+    fail(errc::usage, "gpu::spmv: the mbr " + std::string(kernel == mbr_kernel::tiles ? "tile" : "block-row") +
+                          " kernel takes blocks of 1, 2, 4 or 8 rows, not " + std::to_string(r));
   if (a.rows == 0) return;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
-  const int r = a.params.block_rows, w = a.params.bitmap_bytes;
-  const bool block_row_kernel = mbr_uses_block_row_kernel(a.rows, r);
   with_bitmap_type(w, [&](auto word) {
     using M = decltype(word);
-    switch (block_row_kernel ? r : 0) {
-      case 1: launch_block_rows<M, 1>(a, block_rows, alpha, x, beta, y, s); break;
-      case 2: launch_block_rows<M, 2>(a, block_rows, alpha, x, beta, y, s); break;
-      case 4: launch_block_rows<M, 4>(a, block_rows, alpha, x, beta, y, s); break;
-      case 8: launch_block_rows<M, 8>(a, block_rows, alpha, x, beta, y, s); break;
+    const auto by_height = [&](auto launch) {
+      switch (r) {
+        case 1: launch(std::integral_constant<int, 1>{}); break;
+        case 2: launch(std::integral_constant<int, 2>{}); break;
+        case 4: launch(std::integral_constant<int, 4>{}); break;
+        default: launch(std::integral_constant<int, 8>{}); break;
+      }
+    };
+    switch (kernel) {
+      case mbr_kernel::block_rows:
+        by_height([&](auto h) { launch_block_rows<M, decltype(h)::value>(a, block_rows, alpha, x, beta, y, s); });
+        break;
+      case mbr_kernel::tiles:
+        by_height([&](auto h) { launch_tiles<M, decltype(h)::value>(a, block_rows, alpha, x, beta, y, ctx); });
+        break;
       default: launch_rows<M, 1>(a, 1, alpha, x, beta, y, s); break;
     }
   });
-  check_cuda(cudaGetLastError(), std::string("gpu::spmv: launching the mbr ") +
-                                     (block_row_kernel ? "block-row" : "row") + " kernel (" +
-                                     std::to_string(r) + "-row blocks, " + std::to_string(w) + "-byte bitmaps)");
+  check_cuda(cudaGetLastError(), std::string("gpu::spmv: launching the mbr ") + mbr_kernel_name(kernel) +
+                                     " kernel (" + std::to_string(r) + "-row blocks, " + std::to_string(w) +
+                                     "-byte bitmaps)");
 }
 
 #define SPCONV_INST(V)                                                                      \
-  template void spmv<V>(const mbr<V, I, device>&, V, const V*, V, V*, gpu_context&); \
+  template void spmv<V>(const mbr<V, I, device>&, V, const V*, V, V*, gpu_context&, mbr_kernel); \
   template void spmm<V>(const mbr<V, I, device>&, int, V, const V*, V, V*, gpu_context&);
 SPCONV_FOR_VALUE(SPCONV_INST)
 #undef SPCONV_INST

@@ -12,25 +12,42 @@
 
 namespace spconv::gpu {
 
-// Which kernel gpu::spmv runs: the block-row kernel (a group of lanes per block row, a lane
-// per value) for block heights r in {1, 2, 4, 8}, every height the automatic block size picks,
-// on matrices of fewer than mbr_block_row_kernel_rows rows; else the row kernel of spmm (a
-// thread per matrix row). With fewer rows than the GPU holds threads (an H100: 132 SMs x 2048)
-// the row kernel cannot fill the GPU, and a long block row holds its r threads while the rest
-// wait; the block-row kernel puts up to a warp on each block row. Measured on the H100
-// (double, the 20 real matrices as they are, 1.6K-115K rows, geometric means against
-// cuSPARSE): the row kernel 0.22x (stop 16); a lane per block, stop 16's block-row kernel,
-// 0.41x; a lane per value searching each value's block, 0.57x (stop 17); a lane per value
-// with the window's values listed in shared memory, this one, 0.73x against stop 17's 0.56x in
-// one device call (stop 18; SpMV time 17.5 against 22.4 us in geometric mean). On the matrices
-// replicated to 100M entries (1M-100M rows) the row kernel runs 0.53x and the block-row kernel
-// 0.36x (stop 18, same call as the row kernel's figure; 0.37x and 0.39x with 4 and 8 lanes for
-// every block row): there a group waits on its block row's pointers, then its bitmaps, then
-// its values, once per block row, where the row kernel's warp covers 32 rows with one such
-// chain, so larger matrices keep the row kernel.
+// The kernels of gpu::spmv (kernels/gpu/spmv_mbr.cu):
+// - block_rows: a group of lanes per block row, a lane per value (one launch, no workspace);
+// - tiles: a warp per tile of 256 consecutive blocks, a lane per value, block rows split
+//   between tiles added atomically (two launches: the first finds each tile's first block row
+//   in the context's workspace and sets the split rows to beta*y);
+// - rows: a thread per matrix row, the row kernel of gpu::spmm (the CPU's bits).
+// automatic is mbr_spmv_kernel's choice.
+enum class mbr_kernel { automatic, block_rows, tiles, rows };
+
+inline const char* mbr_kernel_name(mbr_kernel k) {
+  switch (k) {
+    case mbr_kernel::block_rows: return "block-row";
+    case mbr_kernel::tiles: return "tile";
+    case mbr_kernel::rows: return "row";
+    default: return "automatic";
+  }
+}
+
+// Which kernel gpu::spmv runs by default. Block heights r in {1, 2, 4, 8} (every height the
+// automatic block size picks) take the block-row kernel below mbr_block_row_kernel_rows rows
+// and the tile kernel from there; other heights take the row kernel.
+// Measured on the H100 (double, geometric means against cuSPARSE). On the 20 real matrices as
+// they are (1.6K-115K rows), where the row kernel cannot fill the GPU: the row kernel 0.22x
+// (stop 16); a lane per block, stop 16's block-row kernel, 0.41x; a lane per value searching
+// each value's block, 0.57x (stop 17); a lane per value with the window's values listed in
+// shared memory, the block-row kernel, 0.73x against stop 17's 0.56x in one device call (stop
+// 18; SpMV time 17.5 against 22.4 us in geometric mean). On the matrices replicated to 100M
+// entries (1M-100M rows) the row kernel ran 0.53x and the block-row kernel 0.36x (stop 18,
+// same call; 0.37x and 0.39x with 4 and 8 lanes for every block row): there a group waits on
+// its block row's pointers, then its bitmaps, then its values, once per block row, and a block
+// row far longer than the others holds its group alone. The tile kernel gives every warp the
+// same number of blocks whatever the block rows (see specs/formats/mbr.md for its figures).
 inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
-inline bool mbr_uses_block_row_kernel(std::int64_t rows, int r) {
-  return (r == 1 || r == 2 || r == 4 || r == 8) && rows < mbr_block_row_kernel_rows;
+inline mbr_kernel mbr_spmv_kernel(std::int64_t rows, int r) {
+  if (r != 1 && r != 2 && r != 4 && r != 8) return mbr_kernel::rows;
+  return rows < mbr_block_row_kernel_rows ? mbr_kernel::block_rows : mbr_kernel::tiles;
 }
 
 // Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is
@@ -43,12 +60,14 @@ inline int mbr_lanes_per_block_row(std::int64_t block_rows, std::int64_t values)
   return lanes;
 }
 
-// y = alpha*A*x + beta*y; x has a.cols elements, y a.rows. With the block-row kernel
-// (mbr_uses_block_row_kernel) the result is within the CSR reference's tolerance
-// (cpu::spmv_tolerance of the longest row), not the CPU's bits; with the row kernel it has the
-// same bits as cpu::spmv(const mbr&).
+// y = alpha*A*x + beta*y; x has a.cols elements, y a.rows, with the given kernel (automatic:
+// mbr_spmv_kernel; block_rows and tiles with another height than 1, 2, 4, 8 are errc::usage).
+// The block-row and tile kernels split a row's sum over lanes: the result is within the CSR
+// reference's tolerance (cpu::spmv_tolerance of the longest row), not the CPU's bits; the row
+// kernel has the same bits as cpu::spmv(const mbr&).
 template <class V>
-void spmv(const mbr<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+void spmv(const mbr<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
+          mbr_kernel kernel = mbr_kernel::automatic);
 
 // Y = alpha*A*X + beta*Y for k >= 1 vectors (k < 1: errc::usage): X row-major a.cols x k, Y
 // row-major a.rows x k, as cpu::spmm; vectors are taken 8 at a time (one kernel per group).

@@ -86,14 +86,17 @@ enum class entry { spmv, spmm };
 // Y = alpha*A*X + beta*Y with k vectors for (alpha, beta) = (1, 0) on a Y of NaN (which must
 // not be read) and (-0.5, 2): every column within the CSR reference's tolerance, and where the
 // row kernel runs (spmm, or spmv with a height outside the block-row kernel's) all of Y the
-// CPU MBR reference's bits. The block-row kernel splits a row's sum over lanes, so only the
-// tolerance holds there.
+// CPU MBR reference's bits. The block-row and tile kernels split a row's sum over lanes, so
+// only the tolerance holds there.
 template <class V>
 void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>& dm, entry e, int k,
-                   gpu_context& ctx) {
-  SCOPED_TRACE((e == entry::spmv ? "spmv, k = " : "spmm, k = ") + std::to_string(k));
+                   gpu_context& ctx, gpu::mbr_kernel kernel = gpu::mbr_kernel::automatic) {
+  SCOPED_TRACE((e == entry::spmv ? "spmv, k = " : "spmm, k = ") + std::to_string(k) + ", " +
+               gpu::mbr_kernel_name(kernel) + " kernel");
   ASSERT_TRUE(e == entry::spmm || k == 1);
-  const bool same_bits_as_cpu = e == entry::spmm || !gpu::mbr_uses_block_row_kernel(m.rows, m.params.block_rows);
+  const gpu::mbr_kernel runs =
+      kernel == gpu::mbr_kernel::automatic ? gpu::mbr_spmv_kernel(m.rows, m.params.block_rows) : kernel;
+  const bool same_bits_as_cpu = e == entry::spmm || runs == gpu::mbr_kernel::rows;
   const std::vector<V> x = test::test_vector<V>(a.cols * k, 1), y0 = test::test_vector<V>(a.rows * k, 2);
   const std::vector<V> nan(a.rows * k, std::numeric_limits<V>::quiet_NaN());
   device_array<V> dx, dy;
@@ -104,7 +107,7 @@ void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>&
     const std::vector<V>& start = beta == V(0) ? nan : y0;
     dy.upload(start.data(), start.size());
     if (e == entry::spmv)
-      gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx);
+      gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx, kernel);
     else
       gpu::spmm(dm, k, alpha, dx.data(), beta, dy.data(), ctx);
     ctx.synchronize();
@@ -269,67 +272,126 @@ TEST(GpuMbrSpmv, EveryVectorCountAndBitmapWidth) {
   }
 }
 
-// The block-row kernel (gpu::spmv, heights 1, 2, 4, 8) with every bitmap width at each height,
-// on matrices that make the groups of one warp walk block rows of very different lengths: an
-// arrow (two dense rows and two dense columns over a diagonal) puts far more than 32 blocks in
-// a block row whose neighbours hold two or three, and leaves 100 rows empty (whole empty block
-// rows); 1003 rows overhang the last block row of every height but 1. Random matrices of
-// several densities give, together with the arrow, every lane count 4..32 of the rule.
-TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
-  if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for (int r : {1, 2, 4, 8}) {  // the rule: those heights, below 2^18 rows
-    EXPECT_TRUE(gpu::mbr_uses_block_row_kernel(gpu::mbr_block_row_kernel_rows - 1, r)) << r;
-    EXPECT_FALSE(gpu::mbr_uses_block_row_kernel(gpu::mbr_block_row_kernel_rows, r)) << r;
-  }
-  EXPECT_FALSE(gpu::mbr_uses_block_row_kernel(1000, 3));
-  EXPECT_FALSE(gpu::mbr_uses_block_row_kernel(1000, 16));
-  gpu_context ctx;
-  const csr<double, I> arrow = test::csr_from_columns(
-      1003, 4001,
-      [](std::int64_t r, std::vector<std::int64_t>& cs) {
-        if (r >= 700 && r < 800) return;
-        if (r == 0 || r == 600)
-          for (std::int64_t j = 0; j < 4001; ++j) cs.push_back(j);
-        cs.insert(cs.end(), {0, r, 4000});
-      },
-      [](std::int64_t r, std::int64_t j) { return static_cast<double>((r * 31 + j * 17) % 97) / 8.0 - 6.0; });
-  const std::vector<std::pair<std::string, csr<double, I>>> inputs = {
-      {"arrow_1003x4001", arrow},
+namespace {
+
+// Matrices that make the warps of the block-row and tile kernels walk block rows of very
+// different lengths: an arrow (two dense rows and two dense columns over a diagonal) puts far
+// more than 32 blocks (and, for the tile kernel, more than a tile's 256) in a block row whose
+// neighbours hold two or three, and leaves 100 rows empty (whole empty block rows, more than
+// 32 in a run with 1-row blocks); 1003 rows overhang the last block row of every height but 1.
+// Random matrices of several densities give, together with the arrow, every lane count 4..32
+// of the block-row kernel's rule. Each height of both kernels (1, 2, 4, 8) comes with a width
+// for each bitmap width (1, 2, 4 and 8 bytes).
+const std::vector<std::pair<std::string, csr<double, I>>>& uneven_block_rows() {
+  static const std::vector<std::pair<std::string, csr<double, I>>> inputs = {
+      {"arrow_1003x4001",
+       test::csr_from_columns(
+           1003, 4001,
+           [](std::int64_t r, std::vector<std::int64_t>& cs) {
+             if (r >= 700 && r < 800) return;
+             if (r == 0 || r == 600)
+               for (std::int64_t j = 0; j < 4001; ++j) cs.push_back(j);
+             cs.insert(cs.end(), {0, r, 4000});
+           },
+           [](std::int64_t r, std::int64_t j) { return static_cast<double>((r * 31 + j * 17) % 97) / 8.0 - 6.0; })},
       {"sparse_300x3000", test::random_csr(300, 3000, 0.8, 41)},
       {"random_200x3000", test::random_csr(200, 3000, 12.0, 42)},
       {"long_rows_100x20000", test::random_csr(100, 20000, 300.0, 43)}};
-  // Per height, a width for each bitmap width: 1, 2, 4 and 8 bytes.
-  const std::vector<mbr_params> sizes = {block(1, 5), block(1, 12), block(1, 32), block(1, 40),
-                                         block(2, 3), block(2, 8),  block(2, 13), block(2, 32),
-                                         block(4, 2), block(4, 3),  block(4, 8),  block(4, 16),
-                                         block(8, 1), block(8, 2),  block(8, 3),  block(8, 8)};
+  return inputs;
+}
+const std::vector<mbr_params> lane_kernel_sizes = {block(1, 5), block(1, 12), block(1, 32), block(1, 40),
+                                                   block(2, 3), block(2, 8),  block(2, 13), block(2, 32),
+                                                   block(4, 2), block(4, 3),  block(4, 8),  block(4, 16),
+                                                   block(8, 1), block(8, 2),  block(8, 3),  block(8, 8)};
+
+// What the arrow is there for: block rows longer than 2 x 32 blocks, empty block rows, and
+// (r > 1) a last block row that overhangs the matrix.
+void expect_uneven_arrow(const csr<double, I>& a, const mbr<double>& m, const mbr_params& req) {
+  const std::int64_t block_rows = static_cast<std::int64_t>(m.block_row_ptr.size()) - 1;
+  I longest = 0, empty = 0;
+  for (std::int64_t br = 0; br < block_rows; ++br) {
+    longest = std::max(longest, m.block_row_ptr[br + 1] - m.block_row_ptr[br]);
+    empty += m.block_row_ptr[br + 1] == m.block_row_ptr[br];
+  }
+  EXPECT_GT(longest, 2 * 32);
+  EXPECT_GT(empty, 0);
+  EXPECT_TRUE(req.block_rows == 1 || a.rows % req.block_rows != 0);
+}
+
+}  // namespace
+
+// The kernel gpu::spmv picks: heights 1, 2, 4, 8 take the block-row kernel below 2^18 rows and
+// the tile kernel from there; other heights the row kernel. The lane kernels refuse other
+// heights.
+TEST(GpuMbrSpmv, KernelChoice) {
+  for (int r : {1, 2, 4, 8}) {
+    EXPECT_EQ(gpu::mbr_spmv_kernel(gpu::mbr_block_row_kernel_rows - 1, r), gpu::mbr_kernel::block_rows) << r;
+    EXPECT_EQ(gpu::mbr_spmv_kernel(gpu::mbr_block_row_kernel_rows, r), gpu::mbr_kernel::tiles) << r;
+  }
+  EXPECT_EQ(gpu::mbr_spmv_kernel(1000, 3), gpu::mbr_kernel::rows);
+  EXPECT_EQ(gpu::mbr_spmv_kernel(std::int64_t{1} << 30, 16), gpu::mbr_kernel::rows);
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto dm = to_device(cpu::csr_to_mbr(example(), block(3, 3)));
+  device_array<double> x(6), y(6);
+  for (const gpu::mbr_kernel k : {gpu::mbr_kernel::block_rows, gpu::mbr_kernel::tiles})
+    test::expect_error([&] { gpu::spmv(dm, 1.0, x.data(), 0.0, y.data(), ctx, k); }, errc::usage,
+                       "takes blocks of 1, 2, 4 or 8 rows, not 3");
+}
+
+// The block-row kernel on every height, bitmap width and lane count of its rule.
+TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
   std::set<int> lanes_seen;
-  for (const auto& [name, a] : inputs) {
+  for (const auto& [name, a] : uneven_block_rows()) {
     SCOPED_TRACE(name);
     const csr<float, I> af = test::cast_values<float>(a);
-    for (const mbr_params& req : sizes) {
+    for (const mbr_params& req : lane_kernel_sizes) {
       SCOPED_TRACE(describe(req));
       const mbr<double> m = cpu::csr_to_mbr(a, req);
       const mbr<float> mf = cpu::csr_to_mbr(af, req);
       const std::int64_t block_rows = static_cast<std::int64_t>(m.block_row_ptr.size()) - 1;
       lanes_seen.insert(gpu::mbr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(m.values.size())));
-      if (name == "arrow_1003x4001") {
-        // What the matrix is here for: block rows far longer than a warp's 32 lanes, empty
-        // block rows, and (r > 1) a last block row that overhangs the matrix.
-        I longest = 0, empty = 0;
-        for (std::int64_t br = 0; br < block_rows; ++br) {
-          longest = std::max(longest, m.block_row_ptr[br + 1] - m.block_row_ptr[br]);
-          empty += m.block_row_ptr[br + 1] == m.block_row_ptr[br];
-        }
-        EXPECT_GT(longest, 2 * 32);
-        EXPECT_GT(empty, 0);
-        EXPECT_TRUE(req.block_rows == 1 || a.rows % req.block_rows != 0);
-      }
-      check_product(a, m, to_device(m), entry::spmv, 1, ctx);
-      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx);
+      if (name == "arrow_1003x4001") expect_uneven_arrow(a, m, req);
+      check_product(a, m, to_device(m), entry::spmv, 1, ctx, gpu::mbr_kernel::block_rows);
+      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, gpu::mbr_kernel::block_rows);
     }
   }
   EXPECT_EQ(lanes_seen, (std::set<int>{4, 8, 16, 32}));
+}
+
+// The tile kernel on the same matrices and sizes: block rows split between tiles of 256 blocks
+// (the arrow's dense rows; the test counts them), runs of empty block rows, overhanging last
+// block rows; then, chosen by the rule, on a random matrix of just over 2^18 rows.
+TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  int split = 0;
+  for (const auto& [name, a] : uneven_block_rows()) {
+    SCOPED_TRACE(name);
+    const csr<float, I> af = test::cast_values<float>(a);
+    for (const mbr_params& req : lane_kernel_sizes) {
+      SCOPED_TRACE(describe(req));
+      const mbr<double> m = cpu::csr_to_mbr(a, req);
+      const mbr<float> mf = cpu::csr_to_mbr(af, req);
+      for (std::size_t br = 0; br + 1 < m.block_row_ptr.size(); ++br)
+        split += m.block_row_ptr[br] / 256 != (m.block_row_ptr[br + 1] - 1) / 256 &&
+                 m.block_row_ptr[br + 1] > m.block_row_ptr[br];
+      check_product(a, m, to_device(m), entry::spmv, 1, ctx, gpu::mbr_kernel::tiles);
+      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, gpu::mbr_kernel::tiles);
+    }
+  }
+  EXPECT_GT(split, 20);  // block rows that the tile kernel adds to y from several warps
+  const csr<double, I> big = test::random_csr(gpu::mbr_block_row_kernel_rows + 5, 70000, 6.0, 44);
+  const csr<float, I> bigf = test::cast_values<float>(big);
+  for (const mbr_params& req : {block(1, 4), block(2, 8), block(4, 4), block(8, 8)}) {
+    SCOPED_TRACE(describe(req));
+    const mbr<double> m = cpu::csr_to_mbr(big, req);
+    const mbr<float> mf = cpu::csr_to_mbr(bigf, req);
+    check_product(big, m, to_device(m), entry::spmv, 1, ctx);
+    check_product(bigf, mf, to_device(mf), entry::spmv, 1, ctx);
+  }
 }
 
 TEST(GpuMbrSpmv, RefusesNoVectorsAndInvalidBlocks) {
