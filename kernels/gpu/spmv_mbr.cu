@@ -256,6 +256,8 @@ __global__ void __launch_bounds__(tile_threads)
   __shared__ V carried_sums[tile_warps][R];
   const int lane = static_cast<int>(threadIdx.x % warp_size), w = static_cast<int>(threadIdx.x / warp_size);
   using W = std::conditional_t<(sizeof(M) <= 4), std::uint32_t, std::uint64_t>;  // a bitmap's word
+  // A row's slice: at most c <= 32 bits when r >= 2 (r*c <= 64), walked in 32-bit arithmetic.
+  using Cols = std::conditional_t<(R >= 2), std::uint32_t, W>;
   std::uint8_t* const slots = window_slots[w];
   V(&sums)[warp_size][R + 1] = window_sums[w];
   V* const carried = carried_sums[w];
@@ -324,7 +326,7 @@ __global__ void __launch_bounds__(tile_threads)
         const V* xb = x + static_cast<std::int64_t>(block_col) * m.c;
         const V* vp = values + v0 + block_first + part.before;
         V sum = V(0);
-        for_each_column(part.cols, [&](int j) { sum += *vp++ * xb[j]; });
+        for_each_column(static_cast<Cols>(part.cols), [&](int j) { sum += *vp++ * xb[j]; });
         sums[owner][i] = sum;
       }
     }
