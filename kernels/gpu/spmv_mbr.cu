@@ -193,16 +193,16 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// The tile kernel's unit of work: a warp takes tile_blocks consecutive blocks (whatever
+// The tile kernel's unit of work: a warp takes m.tile_blocks consecutive blocks (whatever
 // block rows they belong to), a window of 32 at a time, so every warp does the same work
-// however long the block rows are (HOLA's strict splitting, sec. 3.1, on blocks).
-constexpr int tile_windows = 8;
-constexpr std::int64_t tile_blocks = tile_windows * warp_size;
-constexpr int tile_threads = 128;  // 4 warps: 4 x (4 KiB of slots + r x 32 sums) of shared memory
+// however long the block rows are (HOLA's strict splitting, sec. 3.1, on blocks); the windows
+// per tile are mbr_tile_windows' (spmv_mbr.hpp).
+constexpr int tile_threads = 128;  // 4 warps, each with 32 r bytes of slots and 32 (r + 1) sums
 constexpr int tile_warps = tile_threads / warp_size;
 
 struct tile_shape {
   std::int64_t block_rows, rows, blocks, tiles;  // ceil(rows / r), rows, block_row_ptr[block_rows], tiles
+  std::int64_t tile_blocks;                       // 32 x mbr_tile_windows(blocks)
   int c;
 };
 
@@ -217,14 +217,14 @@ template <class V>
 __global__ void tile_rows(tile_shape m, int r, const I* __restrict__ block_row_ptr, I* first_row, V beta, V* y) {
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= m.tiles) return;
-  const std::int64_t b0 = t * tile_blocks, b1 = min(b0 + tile_blocks, m.blocks);
+  const std::int64_t b0 = t * m.tile_blocks, b1 = min(b0 + m.tile_blocks, m.blocks);
   first_row[t] = t == 0 ? 0 : static_cast<I>(row_of_entry(block_row_ptr, m.block_rows, m.blocks, b0));
   const std::int64_t last = row_of_entry(block_row_ptr, m.block_rows, m.blocks, b1 - 1);
   if (block_row_ptr[last] >= b0 && block_row_ptr[last + 1] > b1)
     for (std::int64_t row = last * r; row < min((last + 1) * r, m.rows); ++row) y[row] = scaled_y(beta, y, row);
 }
 
-// y = alpha*A*x + beta*y for blocks of height R, a warp per tile of tile_blocks consecutive
+// y = alpha*A*x + beta*y for blocks of height R, a warp per tile of m.tile_blocks consecutive
 // blocks, a window of 32 blocks at a time, one per lane. A run is one row's slice of one block
 // (sec. III: bits i*c .. i*c + c - 1), holding entries. Each lane lists its block's runs in the
 // warp's slots (lane and row; block order, then row order, which is the values' order), and a
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(tile_threads)
   V* const carried = carried_sums[w];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * tile_warps + w;
   if (t >= m.tiles) return;  // the whole warp
-  const std::int64_t b0 = t * tile_blocks, b1 = min(b0 + tile_blocks, m.blocks);
+  const std::int64_t b0 = t * m.tile_blocks, b1 = min(b0 + m.tile_blocks, m.blocks);
   std::int64_t cur = first_row[t];  // the first block row not yet written
   const std::int64_t first_block = block_row_ptr[cur];
   // The tile's first value: its first block row's, plus the values of that block row's blocks
@@ -397,7 +397,9 @@ void launch_tiles(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, 
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the mbr y scaling");
     return;
   }
-  const tile_shape m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, a.params.block_cols};
+  const std::int64_t tile_blocks = std::int64_t{warp_size} * mbr_tile_windows(blocks);
+  const tile_shape m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, tile_blocks,
+                     a.params.block_cols};
   auto* first_row = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(m.tiles) * sizeof(I)));
   tile_rows<V><<<launch_blocks(m.tiles, block_threads), block_threads, 0, s>>>(m, R, a.block_row_ptr.data(),
                                                                               first_row, beta, y);

@@ -14,9 +14,10 @@ namespace spconv::gpu {
 
 // The kernels of gpu::spmv (kernels/gpu/spmv_mbr.cu):
 // - block_rows: a group of lanes per block row, a lane per value (one launch, no workspace);
-// - tiles: a warp per tile of 256 consecutive blocks, a lane per value, block rows split
-//   between tiles added atomically (two launches: the first finds each tile's first block row
-//   in the context's workspace and sets the split rows to beta*y);
+// - tiles: a warp per tile of up to 256 consecutive blocks (mbr_tile_windows), a lane per row
+//   slice of a block, block rows split between tiles added atomically (two launches: the
+//   first finds each tile's first block row in the context's workspace and sets the split
+//   rows to beta*y);
 // - rows: a thread per matrix row, the row kernel of gpu::spmm (the CPU's bits).
 // automatic is mbr_spmv_kernel's choice.
 enum class mbr_kernel { automatic, block_rows, tiles, rows };
@@ -49,6 +50,18 @@ inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
 inline mbr_kernel mbr_spmv_kernel(std::int64_t rows, int r) {
   if (r != 1 && r != 2 && r != 4 && r != 8) return mbr_kernel::rows;
   return rows < mbr_block_row_kernel_rows ? mbr_kernel::block_rows : mbr_kernel::tiles;
+}
+
+// Windows of 32 blocks per tile of the tile kernel: 8 (tiles of 256 blocks, a warp's loop
+// over them amortising its tile's set-up) once the matrix has blocks for 8192 such warps,
+// about two waves of an H100 (132 SMs x 36 warps of the kernel); fewer on smaller matrices,
+// down to 1, so that the warps still cover the GPU. On the 20 real matrices as they are
+// (1.6K-115K rows) tiles of 256 blocks ran 0.31x cuSPARSE against the block-row kernel's
+// 0.70-0.77x (stop 20, device call 11), most of the GPU idle; the replicated set (2M blocks
+// and more) takes 8.
+inline int mbr_tile_windows(std::int64_t blocks) {
+  const std::int64_t windows = blocks / (std::int64_t{32} * 8192);
+  return windows < 1 ? 1 : windows > 8 ? 8 : static_cast<int>(windows);
 }
 
 // Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is

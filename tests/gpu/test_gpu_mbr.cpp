@@ -330,6 +330,10 @@ TEST(GpuMbrSpmv, KernelChoice) {
   }
   EXPECT_EQ(gpu::mbr_spmv_kernel(1000, 3), gpu::mbr_kernel::rows);
   EXPECT_EQ(gpu::mbr_spmv_kernel(std::int64_t{1} << 30, 16), gpu::mbr_kernel::rows);
+  EXPECT_EQ(gpu::mbr_tile_windows(0), 1);
+  EXPECT_EQ(gpu::mbr_tile_windows(2 * 32 * 8192 - 1), 1);
+  EXPECT_EQ(gpu::mbr_tile_windows(2 * 32 * 8192), 2);
+  EXPECT_EQ(gpu::mbr_tile_windows(std::int64_t{1} << 40), 8);
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto dm = to_device(cpu::csr_to_mbr(example(), block(3, 3)));
@@ -361,9 +365,10 @@ TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
   EXPECT_EQ(lanes_seen, (std::set<int>{4, 8, 16, 32}));
 }
 
-// The tile kernel on the same matrices and sizes: block rows split between tiles of 256 blocks
-// (the arrow's dense rows; the test counts them), runs of empty block rows, overhanging last
-// block rows; then, chosen by the rule, on a random matrix of just over 2^18 rows.
+// The tile kernel on the same matrices and sizes: block rows split between tiles (of 32 blocks
+// here, mbr_tile_windows' choice for small matrices: the arrow's dense rows and many others;
+// the test counts them), runs of empty block rows, overhanging last block rows; then, chosen
+// by the rule, on a random matrix of just over 2^18 rows, whose tiles hold several windows.
 TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
@@ -375,8 +380,9 @@ TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
       SCOPED_TRACE(describe(req));
       const mbr<double> m = cpu::csr_to_mbr(a, req);
       const mbr<float> mf = cpu::csr_to_mbr(af, req);
+      const I tile = 32 * gpu::mbr_tile_windows(static_cast<std::int64_t>(m.block_col_idx.size()));
       for (std::size_t br = 0; br + 1 < m.block_row_ptr.size(); ++br)
-        split += m.block_row_ptr[br] / 256 != (m.block_row_ptr[br + 1] - 1) / 256 &&
+        split += m.block_row_ptr[br] / tile != (m.block_row_ptr[br + 1] - 1) / tile &&
                  m.block_row_ptr[br + 1] > m.block_row_ptr[br];
       check_product(a, m, to_device(m), entry::spmv, 1, ctx, gpu::mbr_kernel::tiles);
       check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, gpu::mbr_kernel::tiles);
@@ -388,6 +394,7 @@ TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   for (const mbr_params& req : {block(1, 4), block(2, 8), block(4, 4), block(8, 8)}) {
     SCOPED_TRACE(describe(req));
     const mbr<double> m = cpu::csr_to_mbr(big, req);
+    EXPECT_GT(gpu::mbr_tile_windows(static_cast<std::int64_t>(m.block_col_idx.size())), 1);
     const mbr<float> mf = cpu::csr_to_mbr(bigf, req);
     check_product(big, m, to_device(m), entry::spmv, 1, ctx);
     check_product(bigf, mf, to_device(mf), entry::spmv, 1, ctx);
