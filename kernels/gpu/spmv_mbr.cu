@@ -309,7 +309,8 @@ __global__ void __launch_bounds__(tile_threads)
     const int runs_upto = group_inclusive_sum(runs);
     const int window_runs = __shfl_sync(full_mask, runs_upto, warp_size - 1);
     int k = runs_upto - runs;
-    for (unsigned o = rows_with_entries; o; o &= o - 1) slots[k++] = static_cast<std::uint8_t>(lane << 3 | (__ffs(o) - 1));
+    for (unsigned o = rows_with_entries; o; o &= o - 1)
+      slots[k++] = static_cast<std::uint8_t>(lane << 3 | (__ffs(o) - 1));
     __syncwarp();
     // A lane per run: its row's slice of its block (sec. IV-A: the set bits, lowest first, are
     // its columns; its values follow the block's bits below the slice), summed in a register

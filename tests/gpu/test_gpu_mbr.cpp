@@ -318,6 +318,24 @@ void expect_uneven_arrow(const csr<double, I>& a, const mbr<double>& m, const mb
   EXPECT_TRUE(req.block_rows == 1 || a.rows % req.block_rows != 0);
 }
 
+// gpu::spmv with `kernel` on every uneven_block_rows() matrix and lane_kernel_sizes size, in
+// double and float; inspect(name, a, req, m) sees each double MBR before it runs.
+template <class F>
+void check_on_uneven_block_rows(gpu::mbr_kernel kernel, gpu_context& ctx, F&& inspect) {
+  for (const auto& [name, a] : uneven_block_rows()) {
+    SCOPED_TRACE(name);
+    const csr<float, I> af = test::cast_values<float>(a);
+    for (const mbr_params& req : lane_kernel_sizes) {
+      SCOPED_TRACE(describe(req));
+      const mbr<double> m = cpu::csr_to_mbr(a, req);
+      const mbr<float> mf = cpu::csr_to_mbr(af, req);
+      inspect(name, a, req, m);
+      check_product(a, m, to_device(m), entry::spmv, 1, ctx, kernel);
+      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, kernel);
+    }
+  }
+}
+
 }  // namespace
 
 // The kernel gpu::spmv picks: heights 1, 2, 4, 8 take the block-row kernel below 2^18 rows and
@@ -348,20 +366,14 @@ TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   std::set<int> lanes_seen;
-  for (const auto& [name, a] : uneven_block_rows()) {
-    SCOPED_TRACE(name);
-    const csr<float, I> af = test::cast_values<float>(a);
-    for (const mbr_params& req : lane_kernel_sizes) {
-      SCOPED_TRACE(describe(req));
-      const mbr<double> m = cpu::csr_to_mbr(a, req);
-      const mbr<float> mf = cpu::csr_to_mbr(af, req);
-      const std::int64_t block_rows = static_cast<std::int64_t>(m.block_row_ptr.size()) - 1;
-      lanes_seen.insert(gpu::mbr_lanes_per_block_row(block_rows, static_cast<std::int64_t>(m.values.size())));
-      if (name == "arrow_1003x4001") expect_uneven_arrow(a, m, req);
-      check_product(a, m, to_device(m), entry::spmv, 1, ctx, gpu::mbr_kernel::block_rows);
-      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, gpu::mbr_kernel::block_rows);
-    }
-  }
+  check_on_uneven_block_rows(gpu::mbr_kernel::block_rows, ctx,
+                             [&](const std::string& name, const csr<double, I>& a, const mbr_params& req,
+                                 const mbr<double>& m) {
+                               const auto block_rows = static_cast<std::int64_t>(m.block_row_ptr.size()) - 1;
+                               lanes_seen.insert(gpu::mbr_lanes_per_block_row(
+                                   block_rows, static_cast<std::int64_t>(m.values.size())));
+                               if (name == "arrow_1003x4001") expect_uneven_arrow(a, m, req);
+                             });
   EXPECT_EQ(lanes_seen, (std::set<int>{4, 8, 16, 32}));
 }
 
@@ -373,21 +385,14 @@ TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   int split = 0;
-  for (const auto& [name, a] : uneven_block_rows()) {
-    SCOPED_TRACE(name);
-    const csr<float, I> af = test::cast_values<float>(a);
-    for (const mbr_params& req : lane_kernel_sizes) {
-      SCOPED_TRACE(describe(req));
-      const mbr<double> m = cpu::csr_to_mbr(a, req);
-      const mbr<float> mf = cpu::csr_to_mbr(af, req);
-      const I tile = 32 * gpu::mbr_tile_windows(static_cast<std::int64_t>(m.block_col_idx.size()));
-      for (std::size_t br = 0; br + 1 < m.block_row_ptr.size(); ++br)
-        split += m.block_row_ptr[br] / tile != (m.block_row_ptr[br + 1] - 1) / tile &&
-                 m.block_row_ptr[br + 1] > m.block_row_ptr[br];
-      check_product(a, m, to_device(m), entry::spmv, 1, ctx, gpu::mbr_kernel::tiles);
-      check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, gpu::mbr_kernel::tiles);
-    }
-  }
+  check_on_uneven_block_rows(gpu::mbr_kernel::tiles, ctx,
+                             [&](const std::string&, const csr<double, I>&, const mbr_params&, const mbr<double>& m) {
+                               const I tile =
+                                   32 * gpu::mbr_tile_windows(static_cast<std::int64_t>(m.block_col_idx.size()));
+                               for (std::size_t br = 0; br + 1 < m.block_row_ptr.size(); ++br)
+                                 split += m.block_row_ptr[br] / tile != (m.block_row_ptr[br + 1] - 1) / tile &&
+                                          m.block_row_ptr[br + 1] > m.block_row_ptr[br];
+                             });
   EXPECT_GT(split, 20);  // block rows that the tile kernel adds to y from several warps
   const csr<double, I> big = test::random_csr(gpu::mbr_block_row_kernel_rows + 5, 70000, 6.0, 44);
   const csr<float, I> bigf = test::cast_values<float>(big);
