@@ -482,7 +482,7 @@ void spmv(const mbr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_con
   const std::int64_t block_rows = checked_block_rows(a, "gpu::spmv");
   const int r = a.params.block_rows, w = a.params.bitmap_bytes;
   if (kernel == mbr_kernel::automatic) kernel = mbr_spmv_kernel(a.rows, r);
-  if (kernel != mbr_kernel::rows && r != 1 && r != 2 && r != 4 && r != 8)
+  if (kernel != mbr_kernel::rows && !mbr_lane_kernel_height(r))
     fail(errc::usage, "gpu::spmv: the mbr " + std::string(kernel == mbr_kernel::tiles ? "tile" : "block-row") +
                           " kernel takes blocks of 1, 2, 4 or 8 rows, not " + std::to_string(r));
   if (a.rows == 0) return;

@@ -47,8 +47,10 @@ inline const char* mbr_kernel_name(mbr_kernel k) {
 // same number of blocks whatever the block rows: 0.80x there against the row kernel's 0.53x
 // (stop 20; the 27-point stencil 1.07x against 1.11x; specs/formats/mbr.md).
 inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
+// The block heights the block-row and tile kernels are instantiated for (R, their row sums).
+inline bool mbr_lane_kernel_height(int r) { return r == 1 || r == 2 || r == 4 || r == 8; }
 inline mbr_kernel mbr_spmv_kernel(std::int64_t rows, int r) {
-  if (r != 1 && r != 2 && r != 4 && r != 8) return mbr_kernel::rows;
+  if (!mbr_lane_kernel_height(r)) return mbr_kernel::rows;
   return rows < mbr_block_row_kernel_rows ? mbr_kernel::block_rows : mbr_kernel::tiles;
 }
 
