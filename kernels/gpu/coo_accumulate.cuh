@@ -42,19 +42,52 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
   }
 }
 
-// A warp per tile of 32 * coo_per_lane consecutive entries, coo_per_lane consecutive entries
-// per lane (read as 16-byte words where the tile is whole and the arrays aligned):
-//  1. each lane sums its entries row by row: seg[k] is the sum of the row piece that entry k
-//     closes, from the piece's first entry in this lane;
+// The row sums of a warp's 32 * E consecutive entries, E per lane (lane l holds entries l*E ..
+// l*E + E - 1), whose rows r[] do not decrease along the entries (-1, never a row, marks entries
+// past the end, which have product 0):
+//  1. each lane sums its products p[] row by row: seg[k] is the sum of the row piece that entry
+//     k closes, from the piece's first entry in this lane;
 //  2. an inclusive segmented scan of the last pieces (tails) across the warp by shuffles (lane
 //     k adds the tail d lanes up while that lane's tail row is its own: rows are sorted, so
 //     the lanes in between hold only that row), so the lane where a row ends finds the row's
 //     sum over the lanes before it in the lane before it;
-//  3. each row the tile ends is added to y once, by the lane where it ends; Staged (rows of
-//     fewer than 2 entries, coo_stages_row_sums): the lanes write their (row, sum) pairs to
-//     consecutive slots of a per-warp buffer in shared memory (an exclusive scan of the
-//     counts gives the slots) and the warp adds slot s by lane s % 32: whole-warp atomics on
-//     consecutive elements rather than lanes 4 rows apart.
+// then at(r, k) is the sum of entry k's row from the warp's first entry of it up to entry k,
+// where entry k is the last of its row in its lane. Every lane must construct it (shuffles).
+template <class V, class I, int E>
+struct warp_row_sums {
+  V seg[E];
+  V tail, carry;  // the scanned sum of the lane's last piece; the part of its head row in lanes before
+  I head_row, next_head;  // r[0], and the next lane's r[0]
+
+  __device__ __forceinline__ warp_row_sums(const I (&r)[E], const V (&p)[E], int lane) {
+#pragma unroll
+    for (int k = 0; k < E; ++k) seg[k] = k > 0 && r[k] == r[k - 1] ? seg[k - 1] + p[k] : p[k];
+    const I tail_row = r[E - 1];
+    head_row = r[0];
+    tail = seg[E - 1];
+    for (int d = 1; d < 32; d *= 2) {
+      const V other = __shfl_up_sync(0xffffffffu, tail, d);
+      const I other_row = __shfl_up_sync(0xffffffffu, tail_row, d);
+      if (lane >= d && other_row == tail_row) tail += other;
+    }
+    const V before = __shfl_up_sync(0xffffffffu, tail, 1);
+    const I before_row = __shfl_up_sync(0xffffffffu, tail_row, 1);
+    carry = lane > 0 && before_row == head_row ? before : V(0);
+    next_head = __shfl_down_sync(0xffffffffu, head_row, 1);
+  }
+
+  __device__ __forceinline__ V at(const I (&r)[E], int k) const {
+    return k == E - 1 ? tail : seg[k] + (r[k] == head_row ? carry : V(0));
+  }
+};
+
+// A warp per tile of 32 * coo_per_lane consecutive entries, coo_per_lane consecutive entries
+// per lane (read as 16-byte words where the tile is whole and the arrays aligned), summed by
+// warp_row_sums; each row the tile ends is then added to y once, by the lane where it ends.
+// Staged (rows of fewer than 2 entries, coo_stages_row_sums): the lanes write their (row, sum)
+// pairs to consecutive slots of a per-warp buffer in shared memory (an exclusive scan of the
+// counts gives the slots) and the warp adds slot s by lane s % 32: whole-warp atomics on
+// consecutive elements rather than lanes 4 rows apart.
 // Every addition to y is an atomicAdd whose result is unused (a reduction the L2 carries out,
 // nothing for the thread to wait for): rows with entries in two tiles need it, and a plain
 // y[r] += s waits for the load of y[r] (measured slower on rows of 1 entry, H200). The order
@@ -90,39 +123,21 @@ __global__ void __launch_bounds__(coo_block_threads)
     load_run(row, e0, n, vector, r);
     load_run(col, e0, n, vector, c);
     load_run(val, e0, n, vector, v);
-    V seg[E];
+    V p[E];
 #pragma unroll
-    for (int k = 0; k < E; ++k) {
-      const V p = r[k] >= 0 ? v[k] * x[c[k]] : V(0);
-      seg[k] = k > 0 && r[k] == r[k - 1] ? seg[k - 1] + p : p;
-    }
-    const I tail_row = r[E - 1], head_row = r[0];
-    V tail = seg[E - 1];
-    for (int d = 1; d < warp; d *= 2) {
-      const V other = __shfl_up_sync(0xffffffffu, tail, d);
-      const I other_row = __shfl_up_sync(0xffffffffu, tail_row, d);
-      if (lane >= d && other_row == tail_row) tail += other;
-    }
-    // The part of the head row summed in the lanes before this one.
-    const V before = __shfl_up_sync(0xffffffffu, tail, 1);
-    const I before_row = __shfl_up_sync(0xffffffffu, tail_row, 1);
-    const V carry = lane > 0 && before_row == head_row ? before : V(0);
-    const I next_head = __shfl_down_sync(0xffffffffu, head_row, 1);
+    for (int k = 0; k < E; ++k) p[k] = r[k] >= 0 ? v[k] * x[c[k]] : V(0);
+    const warp_row_sums<V, I, E> sums(r, p, lane);
     // Entry k ends its row in this tile: the next entry starts another row, or (the last
     // entry) the next lane does, or the tile ends. Rows past n (-1) are never added.
     bool ends[E];
     int count = 0;
 #pragma unroll
     for (int k = 0; k < E; ++k) {
-      const I next = k + 1 < E ? r[k + 1] : lane == warp - 1 ? I(-2) : next_head;
+      const I next = k + 1 < E ? r[k + 1] : lane == warp - 1 ? I(-2) : sums.next_head;
       ends[k] = r[k] >= 0 && next != r[k];
       count += ends[k] ? 1 : 0;
     }
-    // The tail's sum is the scanned one; a piece that ends before the tail is this lane's
-    // own, plus the carry when it is the head row's.
-    const auto row_sum = [&](int k) {
-      return alpha * (k == E - 1 ? tail : seg[k] + (r[k] == head_row ? carry : V(0)));
-    };
+    const auto row_sum = [&](int k) { return alpha * sums.at(r, k); };
     if constexpr (!Staged) {
 #pragma unroll
       for (int k = 0; k < E; ++k)

@@ -44,9 +44,12 @@
 #include <utility>
 
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/coo_accumulate.cuh"
 #include "kernels/gpu/resident_blocks.cuh"
+#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/slot_batch.cuh"
 #include "kernels/gpu/spmv_cmrs.hpp"
+#include "kernels/gpu/tile_rows.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -279,6 +282,228 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// The tile kernel (cmrs_kernel::tiles; the basic layout in CSR order, cmrs_tile_layout): a
+// warp per tile of m.tile_items consecutive slots (tile_rows.cuh), whatever strips they belong
+// to, so every warp does the same work however long the strips and rows are (HOLA's strict
+// splitting, hola-spmv-steinberger.txt sec. 3.1, on slots). A window of 128 slots at a time,
+// 4 consecutive slots a lane read as 16-byte words, as the COO kernel reads its entries: in
+// this layout a strip's slots are its rows' entries in CSR order (sec. 3), so the rows
+// (strip * height + the word's row bits) do not decrease along the slots and a row's slots are
+// consecutive. Each slot's strip is counted from the strip ends, 32 at a time in shared memory,
+// from the strip of the window's first slot; rows are summed by warp_row_sums
+// (coo_accumulate.cuh). A row that ends inside the window is complete when it began in it or
+// continues the row left open by the window before (its sum so far carried in registers);
+// the row of the window's last slot stays open. A complete row is written once, with beta*y,
+// and so are the empty rows between it and the next row with slots, by the lane where it
+// ends; in the strips split between tiles (the tile's first strip when it began in an earlier
+// tile, and the next tile's first when it begins in this one) rows are added atomically and
+// empty rows left as tile_rows scaled them. Tile 0 writes the empty rows before the first row
+// with slots, the last tile those after the last.
+constexpr int tile_lane_slots = detail::coo_per_lane;               // 4
+constexpr int tile_window = warp_size * tile_lane_slots;           // slots per window
+constexpr int tile_threads = 128;
+constexpr int tile_warps = tile_threads / warp_size;
+
+template <class V>
+__global__ void __launch_bounds__(tile_threads, 8)
+    tile_kernel(tile_split m, int h, const I* __restrict__ strip_ptr, const std::uint32_t* __restrict__ col_row,
+                const V* __restrict__ val, const I* __restrict__ first_strip, bool aligned, V alpha,
+                const V* __restrict__ x, V beta, V* y) {
+  constexpr int E = tile_lane_slots;
+  // Slot positions in 32 bits: slots < 2^31 (strip_ptr is int32), and a window past it < 2^32.
+  using U = std::uint32_t;
+  __shared__ U strip_ends[tile_warps][warp_size];
+  const int lane = static_cast<int>(threadIdx.x % warp_size);
+  U* const ends = strip_ends[threadIdx.x / warp_size];
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * tile_warps + threadIdx.x / warp_size;
+  if (t >= m.tiles) return;  // the whole warp
+  const U b0 = static_cast<U>(t * m.tile_items), b1 = static_cast<U>(min(t * m.tile_items + m.tile_items, m.items));
+  const bool last_tile = t + 1 == m.tiles;
+  // The strips split between tiles that this tile meets (-1: none), whose rows tile_rows scaled:
+  // its first strip when it began before b0 or runs past b1, and the next tile's first (the
+  // strip holding slot b1, whose empty rows before its first row with slots this tile may
+  // write) when it begins before b1 or runs past the next tile's end.
+  const I f0 = first_strip[t], f1 = last_tile ? I(-1) : first_strip[t + 1];
+  const auto at = [&](I s) { return static_cast<U>(strip_ptr[s]); };
+  constexpr I none = -2;  // never a strip, nor the -1 of slots past b1 and of "no row"
+  const I split_first = at(f0) < b0 || at(f0 + 1) > b1 ? f0 : none;
+  const I split_last = f1 >= 0 && (at(f1) < b1 || at(f1 + 1) > b1 + m.tile_items) ? f1 : none;
+  const auto split = [&](I s) { return s == split_first || s == split_last; };
+  const bool keep_y = beta != V(0);  // beta == 0 does not read y
+  // Row `row` of strip `s` is complete.
+  const auto finish = [&](I row, I s, V sum) {
+    if (split(s)) atomicAdd(y + row, alpha * sum);
+    else y[row] = keep_y ? alpha * sum + beta * y[row] : alpha * sum;
+  };
+  // The empty rows after row `from` (of strip sf) and before row `to` (of strip st), every
+  // `step`-th from the `first`-th.
+  const auto empty_rows = [&](I from, I sf, I to, I st, int first, int step) {
+    for (std::int64_t g = std::int64_t{from} + 1 + first; g < to; g += step)
+      if (!((g < (std::int64_t{sf} + 1) * h && split(sf)) || (g >= std::int64_t{st} * h && split(st))))
+        y[g] = keep_y ? beta * y[g] : V(0);
+  };
+  // Runs of empty rows: a lane writes up to a warp's worth itself; longer ones (wide) wait
+  // for the whole warp (wide_rows), which is rare enough to cost a vote per window only.
+  const auto gap = [&](I from, I sf, I to, I st, bool& wide) {
+    if (to - from - 1 > warp_size) wide = true;
+    else if (to - from > 1) empty_rows(from, sf, to, st, 0, 1);
+  };
+  const auto wide_rows = [&](bool mine, I from, I sf, I to, I st) {
+    for (unsigned w = __ballot_sync(full_mask, mine && to - from - 1 > warp_size); w != 0; w &= w - 1) {
+      const int l = __ffs(static_cast<int>(w)) - 1;
+      empty_rows(__shfl_sync(full_mask, from, l), __shfl_sync(full_mask, sf, l), __shfl_sync(full_mask, to, l),
+                 __shfl_sync(full_mask, st, l), lane, warp_size);
+    }
+  };
+  const auto strip_end = [&](I base) {  // the end of strip base + lane
+    const std::int64_t j = std::int64_t{base} + 1 + lane;
+    return static_cast<U>(strip_ptr[j < m.groups ? j : m.groups]);
+  };
+
+  I cur = f0;  // the strip of the window's first slot, or one before it
+  // The row of the previous window's last slot (-1: none yet), its strip and its sum so far.
+  I open_row = -1, open_strip = -1;
+  V open_sum = V(0);
+  for (U w0 = b0; w0 < b1; w0 += tile_window) {
+    const U e0 = w0 + lane * E;
+    const bool whole = w0 + tile_window <= b1;  // the same in every lane
+    std::uint32_t word[E];
+    V v[E], xv[E];
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      word[k] = 0;
+      v[k] = V(0);
+    }
+    detail::load_run(col_row, e0, b1, aligned && whole, word);
+    detail::load_run(val, e0, b1, aligned && whole, v);
+    const U own_end = strip_end(cur);
+#pragma unroll
+    for (int k = 0; k < E; ++k) xv[k] = e0 + k < b1 ? x[word[k] >> cmrs_row_bits] : V(0);
+    // Each slot's strip (-1 past b1): cur plus the number of strip ends at or before it. Where
+    // at most 3 strips end inside the window (strips of more than ~40 slots), the first 3 ends
+    // decide; otherwise they are counted in shared memory, 32 strips at a time.
+    I strip[E];
+    const U last_slot = min(w0 + tile_window, b1) - 1;
+    if (__popc(__ballot_sync(full_mask, own_end <= last_slot)) <= 3) {
+      const U end0 = __shfl_sync(full_mask, own_end, 0), end1 = __shfl_sync(full_mask, own_end, 1),
+              end2 = __shfl_sync(full_mask, own_end, 2);
+#pragma unroll
+      for (int k = 0; k < E; ++k) {
+        const U slot = e0 + k;
+        strip[k] = slot < b1 ? cur + (end0 <= slot) + (end1 <= slot) + (end2 <= slot) : I(-1);
+      }
+    } else {
+      int known = 0;  // this lane's slots whose strip is found (in order: slots increase)
+      for (I base = cur;; base += warp_size) {
+        __syncwarp();
+        ends[lane] = base == cur ? own_end : strip_end(base);
+        __syncwarp();
+        // n: the ends at or before the slot, from a binary search for the lane's first slot
+        // without a strip, then counted on (the lane's slots are consecutive).
+        int n = 0;
+        for (int step = warp_size / 2; step > 0; step /= 2)
+          if (ends[n + step - 1] <= e0 + known) n += step;
+#pragma unroll
+        for (int k = 0; k < E; ++k) {
+          if (k < known) continue;
+          const U slot = e0 + k;
+          if (slot >= b1) {
+            strip[k] = -1;
+            known = k + 1;
+            continue;
+          }
+          while (n < warp_size && ends[n] <= slot) ++n;
+          if (n == warp_size) break;  // beyond these 32 strips
+          strip[k] = base + n;
+          known = k + 1;
+        }
+        if (__all_sync(full_mask, known == E)) break;
+      }
+    }
+    cur = __shfl_sync(full_mask, strip[E - 1], warp_size - 1);  // for the next (whole) window
+    I row[E];
+    V p[E];
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      row[k] = strip[k] >= 0 ? static_cast<I>(std::int64_t{strip[k]} * h + (word[k] & (cmrs_max_height - 1))) : I(-1);
+      p[k] = v[k] * xv[k];
+    }
+    const detail::warp_row_sums<V, I, E> sums(row, p, lane);
+    const I first_row = __shfl_sync(full_mask, row[0], 0);
+    const I first_row_strip = __shfl_sync(full_mask, strip[0], 0);
+    const I next_head_strip = __shfl_down_sync(full_mask, strip[0], 1);
+    // The open row ended with the previous window unless this one continues it; tile 0 also
+    // writes the empty rows before its first row with slots.
+    const V carried = first_row == open_row ? open_sum : V(0);
+    const bool close_open = lane == 0 && first_row != open_row && (open_row >= 0 || t == 0);
+    bool wide = false;
+    if (close_open) {
+      if (open_row >= 0) finish(open_row, open_strip, open_sum);
+      gap(open_row, open_strip, first_row, first_row_strip, wide);
+    }
+    // Rows ending inside the window: the next slot, in this lane or the next, starts another.
+    const auto next_of = [&](int k) { return k + 1 < E ? row[k + 1] : lane + 1 < warp_size ? sums.next_head : I(-1); };
+    const auto next_strip_of = [&](int k) { return k + 1 < E ? strip[k + 1] : next_head_strip; };
+    const auto ends_at = [&](int k) { return row[k] >= 0 && next_of(k) >= 0 && next_of(k) != row[k]; };
+#pragma unroll
+    for (int k = 0; k < E; ++k)
+      if (ends_at(k)) {
+        finish(row[k], strip[k], sums.at(row, k) + (row[k] == first_row ? carried : V(0)));
+        gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
+      }
+    if (__any_sync(full_mask, wide)) {
+      wide_rows(close_open, open_row, open_strip, first_row, first_row_strip);
+#pragma unroll
+      for (int k = 0; k < E; ++k) wide_rows(ends_at(k), row[k], strip[k], next_of(k), next_strip_of(k));
+    }
+    // The row of the window's last slot stays open.
+    V part;
+    if (whole) {
+      part = __shfl_sync(full_mask, sums.tail, warp_size - 1);
+      open_row = __shfl_sync(full_mask, row[E - 1], warp_size - 1);
+      open_strip = __shfl_sync(full_mask, strip[E - 1], warp_size - 1);
+    } else {
+      const U last = last_slot - w0;
+      const int last_lane = static_cast<int>(last / E), last_k = static_cast<int>(last % E);
+      V mine = V(0);
+      I mine_row = -1, mine_strip = -1;
+#pragma unroll
+      for (int k = 0; k < E; ++k)
+        if (k == last_k) {
+          mine = sums.at(row, k);
+          mine_row = row[k];
+          mine_strip = strip[k];
+        }
+      part = __shfl_sync(full_mask, mine, last_lane);
+      open_row = __shfl_sync(full_mask, mine_row, last_lane);
+      open_strip = __shfl_sync(full_mask, mine_strip, last_lane);
+    }
+    open_sum = part + (open_row == first_row ? carried : V(0));
+  }
+  // The tile's last row, and the empty rows up to the row of the next tile's first slot.
+  if (lane == 0) finish(open_row, open_strip, open_sum);
+  const I after = static_cast<I>(last_tile ? m.rows : std::int64_t{f1} * h + (col_row[b1] & (cmrs_max_height - 1)));
+  empty_rows(open_row, open_strip, after, f1, lane, warp_size);
+}
+
+template <class V>
+void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+  const auto slots = static_cast<std::int64_t>(a.values.size());
+  const int h = a.params.height;
+  const auto s = static_cast<cudaStream_t>(ctx.stream());
+  if (slots == 0) {  // every row is empty
+    scale_y<V><<<launch_blocks(a.rows, block_threads), block_threads, 0, s>>>(a.rows, beta, y);
+    return;
+  }
+  const std::int64_t tile_slots = std::int64_t{tile_window} * cmrs_tile_windows(slots);
+  const tile_split m{cmrs_strips(a.rows, h), a.rows, slots, (slots + tile_slots - 1) / tile_slots, tile_slots};
+  const I* first = assign_tiles(m, h, a.strip_ptr.data(), beta, y, ctx, "gpu::spmv (cmrs)");
+  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  tile_kernel<V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
+      m, h, a.strip_ptr.data(), a.col_row.data(), a.values.data(), first, on16(a.col_row.data()) && on16(a.values.data()),
+      alpha, x, beta, y);
+}
+
 template <class V, int H, int M>
 void launch(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
   // Pairs the format refuses (height * M < 32 with M < 32) are never instantiated; spmv()
@@ -318,7 +543,7 @@ void dispatch(int h, const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V
 }  // namespace
 
 template <class V>
-void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, cmrs_kernel kernel) {
   const int h = a.params.height, m = a.params.modulo;
   if (h < 1 || h > cmrs_max_height)
     fail(errc::usage, "gpu::spmv: cmrs height = " + std::to_string(h) + " is out of range [1, 16]");
@@ -331,7 +556,17 @@ void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   if (a.strip_ptr.size() != static_cast<std::size_t>(strips) + 1)
     fail(errc::usage, "gpu::spmv: cmrs strip_ptr has " + std::to_string(a.strip_ptr.size()) +
                           " elements, expected " + std::to_string(strips + 1));
+  if (kernel == cmrs_kernel::automatic) kernel = cmrs_spmv_kernel(a.params);
+  if (kernel == cmrs_kernel::tiles && !cmrs_tile_layout(a.params))
+    fail(errc::usage, "gpu::spmv: the cmrs tile kernel takes the basic layout in CSR order (modulo 32, "
+                      "sort_columns false), not modulo " + std::to_string(m) +
+                          (a.params.sort_columns ? " with sort_columns" : ""));
   if (a.rows == 0) return;
+  if (kernel == cmrs_kernel::tiles) {
+    launch_tiles(a, alpha, x, beta, y, ctx);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the cmrs tile kernel (height " + std::to_string(h) + ")");
+    return;
+  }
   switch (m) {
     case 2: dispatch<V, 2>(h, a, alpha, x, beta, y, ctx); break;
     case 4: dispatch<V, 4>(h, a, alpha, x, beta, y, ctx); break;
@@ -343,7 +578,8 @@ void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
                                      ", modulo " + std::to_string(m) + ")");
 }
 
-#define SPCONV_INST(V) template void spmv<V>(const cmrs<V, I, device>&, V, const V*, V, V*, gpu_context&);
+#define SPCONV_INST(V) \
+  template void spmv<V>(const cmrs<V, I, device>&, V, const V*, V, V*, gpu_context&, cmrs_kernel);
 SPCONV_FOR_VALUE(SPCONV_INST)
 #undef SPCONV_INST
 

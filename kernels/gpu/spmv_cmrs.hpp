@@ -11,6 +11,7 @@
 
 #include "formats/cmrs.hpp"
 #include "formats/device.hpp"
+#include "kernels/gpu/tile_windows.hpp"
 
 namespace spconv::gpu {
 
@@ -25,10 +26,46 @@ namespace spconv::gpu {
 // slots, the geometric mean over the set went 58.8% -> 62.4% (cut at 32: 59.1%, 80: 61.9%).
 inline bool cmrs_short_strips(std::int64_t slots, std::int64_t strips) { return slots <= 64 * strips; }
 
-// Same bits as cpu::spmv(const cmrs&) for every input (same buffer cells, same order of
-// additions, no contraction to FMA). Parameters outside the format's range are errc::usage.
+// The kernels of gpu::spmv (kernels/gpu/spmv_cmrs.cu):
+// - strips: the paper's, a warp per strip (the register or the pipelined kernel for the basic
+//   layout, cmrs_short_strips; appendix 10's shared buffer for the sec. 6.7 layout): the bits
+//   of cpu::spmv(const cmrs&);
+// - tiles: the basic layout in CSR order (modulo 32, sort_columns false) only: a warp per tile
+//   of up to 1024 consecutive slots (cmrs_tile_windows), 4 a lane at a time, whatever strips
+//   they belong to, rows summed by a segmented scan, strips split between tiles added
+//   atomically (two launches: the first finds each tile's first strip in the context's
+//   workspace and sets the split strips' rows to beta*y). Rows are summed in another order
+//   than the CPU's, so the result is held to the CSR tolerance, not to the CPU's bits.
+// automatic is cmrs_spmv_kernel's choice.
+enum class cmrs_kernel { automatic, strips, tiles };
+inline const char* cmrs_kernel_name(cmrs_kernel k) {
+  switch (k) {
+    case cmrs_kernel::strips: return "strip";
+    case cmrs_kernel::tiles: return "tile";
+    default: return "automatic";
+  }
+}
+
+// Whether the tile kernel can run a layout: the slots of a strip in CSR order, so that a row's
+// slots are consecutive and rows increase along the slots.
+inline bool cmrs_tile_layout(const cmrs_params& p) { return p.modulo == cmrs_warp && !p.sort_columns; }
+
+// Which kernel gpu::spmv runs by default: the tile kernel wherever the layout allows it.
+inline cmrs_kernel cmrs_spmv_kernel(const cmrs_params& p) {
+  return cmrs_tile_layout(p) ? cmrs_kernel::tiles : cmrs_kernel::strips;
+}
+
+// Windows of 128 slots (4 a lane) per tile of the tile kernel (tile_windows).
+inline int cmrs_tile_windows(std::int64_t slots) { return tile_windows(slots, 128); }
+
+// y = alpha*A*x + beta*y with the given kernel (automatic: cmrs_spmv_kernel; tiles on another
+// layout is errc::usage). The strip kernels give the same bits as cpu::spmv(const cmrs&) for
+// every input (same buffer cells, same order of additions, no contraction to FMA); the tile
+// kernel is within the CSR reference's tolerance (cpu::spmv_tolerance of the longest row).
+// Parameters outside the format's range are errc::usage.
 template <class V>
-void spmv(const cmrs<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
+void spmv(const cmrs<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
+          cmrs_kernel kernel = cmrs_kernel::automatic);
 
 }  // namespace spconv::gpu
 #endif  // SPCONV_HAVE_CUDA

@@ -47,6 +47,7 @@
 #include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/search.cuh"
 #include "kernels/gpu/spmv_mbr.hpp"
+#include "kernels/gpu/tile_rows.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -193,38 +194,14 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// The tile kernel's unit of work: a warp takes m.tile_blocks consecutive blocks (whatever
-// block rows they belong to), a window of 32 at a time, so every warp does the same work
-// however long the block rows are (HOLA's strict splitting, sec. 3.1, on blocks); the windows
-// per tile are mbr_tile_windows' (spmv_mbr.hpp).
+// The tile kernel's unit of work (tile_rows.cuh): a warp takes m.tile_items consecutive blocks
+// (whatever block rows they belong to), a window of 32 at a time, so every warp does the same
+// work however long the block rows are (HOLA's strict splitting, sec. 3.1, on blocks); the
+// windows per tile are mbr_tile_windows' (spmv_mbr.hpp).
 constexpr int tile_threads = 128;  // 4 warps, each with 32 r bytes of slots and 32 (r + 1) sums
 constexpr int tile_warps = tile_threads / warp_size;
 
-struct tile_shape {
-  std::int64_t block_rows, rows, blocks, tiles;  // ceil(rows / r), rows, block_row_ptr[block_rows], tiles
-  std::int64_t tile_blocks;                       // 32 x mbr_tile_windows(blocks)
-  int c;
-};
-
-// Rows that several warps add to: a block row split between tiles receives atomic additions
-// from each, so before the tile kernel the tile holding its first block sets its rows to
-// beta*y (a thread per tile; each split block row starts in one tile, where it holds the
-// tile's last block and runs past the tile's end). first_row[t] is the block row holding the
-// tile's first block (0 for tile 0, so that leading empty block rows are written); empty block
-// rows starting at a tile's first block belong to the tile before, which writes every block row
-// ending at or before its end.
-template <class V>
-__global__ void tile_rows(tile_shape m, int r, const I* __restrict__ block_row_ptr, I* first_row, V beta, V* y) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= m.tiles) return;
-  const std::int64_t b0 = t * m.tile_blocks, b1 = min(b0 + m.tile_blocks, m.blocks);
-  first_row[t] = t == 0 ? 0 : static_cast<I>(row_of_entry(block_row_ptr, m.block_rows, m.blocks, b0));
-  const std::int64_t last = row_of_entry(block_row_ptr, m.block_rows, m.blocks, b1 - 1);
-  if (block_row_ptr[last] >= b0 && block_row_ptr[last + 1] > b1)
-    for (std::int64_t row = last * r; row < min((last + 1) * r, m.rows); ++row) y[row] = scaled_y(beta, y, row);
-}
-
-// y = alpha*A*x + beta*y for blocks of height R, a warp per tile of m.tile_blocks consecutive
+// y = alpha*A*x + beta*y for blocks of height R, a warp per tile of m.tile_items consecutive
 // blocks, a window of 32 blocks at a time, one per lane. A run is one row's slice of one block
 // (sec. III: bits i*c .. i*c + c - 1), holding entries. Each lane lists its block's runs in the
 // warp's slots (lane and row; block order, then row order, which is the values' order), and a
@@ -246,7 +223,7 @@ __global__ void tile_rows(tile_shape m, int r, const I* __restrict__ block_row_p
 // tolerance, not to the CPU's bits.
 template <class M, int R, class V>
 __global__ void __launch_bounds__(tile_threads)
-    tile_kernel(tile_shape m, const I* __restrict__ block_row_ptr, const I* __restrict__ block_col_idx,
+    tile_kernel(tile_split m, int c, const I* __restrict__ block_row_ptr, const I* __restrict__ block_col_idx,
                 const M* __restrict__ bitmaps, const I* __restrict__ value_ptr, const V* __restrict__ values,
                 const I* __restrict__ first_row, V alpha, const V* __restrict__ x, V beta, V* y) {
   __shared__ std::uint8_t window_slots[tile_warps][warp_size * R];  // a window's runs: lane << 3 | row
@@ -263,7 +240,7 @@ __global__ void __launch_bounds__(tile_threads)
   V* const carried = carried_sums[w];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * tile_warps + w;
   if (t >= m.tiles) return;  // the whole warp
-  const std::int64_t b0 = t * m.tile_blocks, b1 = min(b0 + m.tile_blocks, m.blocks);
+  const std::int64_t b0 = t * m.tile_items, b1 = min(b0 + m.tile_items, m.items);
   std::int64_t cur = first_row[t];  // the first block row not yet written
   const std::int64_t first_block = block_row_ptr[cur];
   // The tile's first value: its first block row's, plus the values of that block row's blocks
@@ -288,7 +265,7 @@ __global__ void __launch_bounds__(tile_threads)
     I s, e;  // block row cur + lane's first and end block (past the last block row: none)
     bool exists;
     const auto bounds = [&] {
-      exists = cur + lane < m.block_rows;
+      exists = cur + lane < m.groups;
       s = exists ? block_row_ptr[cur + lane] : 0;
       e = exists ? block_row_ptr[cur + lane + 1] : 0;
     };
@@ -303,7 +280,7 @@ __global__ void __launch_bounds__(tile_threads)
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       sums[lane][i] = V(0);
-      if (mbr_row_of(static_cast<W>(map), i, m.c).cols != 0) rows_with_entries |= 1u << i;
+      if (mbr_row_of(static_cast<W>(map), i, c).cols != 0) rows_with_entries |= 1u << i;
     }
     const int runs = __popc(rows_with_entries);
     const int runs_upto = group_inclusive_sum(runs);
@@ -323,8 +300,8 @@ __global__ void __launch_bounds__(tile_threads)
       const W block_map = __shfl_sync(full_mask, static_cast<W>(map), owner);
       const int block_first = __shfl_sync(full_mask, first_value, owner);
       if (live) {
-        const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, m.c);
-        const V* xb = x + static_cast<std::int64_t>(block_col) * m.c;
+        const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, c);
+        const V* xb = x + static_cast<std::int64_t>(block_col) * c;
         const V* vp = values + v0 + block_first + part.before;
         V sum = V(0);
         for_each_column(static_cast<Cols>(part.cols), [&](int j) { sum += *vp++ * xb[j]; });
@@ -399,14 +376,10 @@ void launch_tiles(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, 
     return;
   }
   const std::int64_t tile_blocks = std::int64_t{warp_size} * mbr_tile_windows(blocks);
-  const tile_shape m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, tile_blocks,
-                     a.params.block_cols};
-  auto* first_row = static_cast<I*>(ctx.workspace(static_cast<std::size_t>(m.tiles) * sizeof(I)));
-  tile_rows<V><<<launch_blocks(m.tiles, block_threads), block_threads, 0, s>>>(m, R, a.block_row_ptr.data(),
-                                                                              first_row, beta, y);
-  check_cuda(cudaGetLastError(), "gpu::spmv: launching the mbr tile assignment");
+  const tile_split m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, tile_blocks};
+  const I* first_row = assign_tiles(m, R, a.block_row_ptr.data(), beta, y, ctx, "gpu::spmv (mbr)");
   tile_kernel<M, R, V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
-      m, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
+      m, a.params.block_cols, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
       a.value_ptr.data(), a.values.data(), first_row, alpha, x, beta, y);
 }
 

@@ -9,6 +9,7 @@
 
 #include "formats/device.hpp"
 #include "formats/mbr.hpp"
+#include "kernels/gpu/tile_windows.hpp"
 
 namespace spconv::gpu {
 
@@ -54,17 +55,9 @@ inline mbr_kernel mbr_spmv_kernel(std::int64_t rows, int r) {
   return rows < mbr_block_row_kernel_rows ? mbr_kernel::block_rows : mbr_kernel::tiles;
 }
 
-// Windows of 32 blocks per tile of the tile kernel: 8 (tiles of 256 blocks, a warp's loop
-// over them amortising its tile's set-up) once the matrix has blocks for 8192 such warps,
-// about two waves of an H100 (132 SMs x 36 warps of the kernel); fewer on smaller matrices,
-// down to 1, so that the warps still cover the GPU. On the 20 real matrices as they are
-// (1.6K-115K rows) tiles of 256 blocks ran 0.31x cuSPARSE against the block-row kernel's
-// 0.70-0.77x (stop 20, device call 11), most of the GPU idle; the replicated set (2M blocks
-// and more) takes 8.
-inline int mbr_tile_windows(std::int64_t blocks) {
-  const std::int64_t windows = blocks / (std::int64_t{32} * 8192);
-  return windows < 1 ? 1 : windows > 8 ? 8 : static_cast<int>(windows);
-}
+// Windows of 32 blocks per tile of the tile kernel (tile_windows): 8, tiles of 256 blocks, on
+// the replicated set (2M blocks and more).
+inline int mbr_tile_windows(std::int64_t blocks) { return tile_windows(blocks, 32); }
 
 // Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is
 // at least half the mean number of values (entries) of a block row, so that a typical block

@@ -1,7 +1,8 @@
-// CMRS on the GPU: CSR <-> CMRS conversions against the CPU converters, byte for byte, and
-// the warp-per-strip SpMV kernels (basic and sec. 6.7 modified) against the CSR reference
-// within its tolerance and against the CPU CMRS reference bit for bit, on the generated and
-// the shared real matrices. Every test skips on a machine without a GPU.
+// CMRS on the GPU: CSR <-> CMRS conversions against the CPU converters, byte for byte, the
+// warp-per-strip SpMV kernels (basic and sec. 6.7 modified) against the CSR reference within
+// its tolerance and against the CPU CMRS reference bit for bit, and the tile kernel against the
+// CSR reference, on the generated and the shared real matrices. Every test but the kernel rule's
+// skips on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,7 +86,9 @@ void check_conversions(const csr<double, I>& src, gpu_context& ctx) {
 }
 
 // y = alpha*A*x + beta*y for (alpha, beta) = (1, 0) on a y of NaN (which must not be read) and
-// (-0.5, 2): within the CSR reference's tolerance, and the CPU CMRS reference's bits.
+// (-0.5, 2) by the strip kernels: within the CSR reference's tolerance, and the CPU CMRS
+// reference's bits; and by the tile kernel where the layout allows it (basic, CSR order):
+// within the tolerance.
 template <class V>
 void check_spmv_of(const csr<V, I>& a, const cmrs<V>& m, gpu_context& ctx) {
   const auto dm = to_device(m);
@@ -98,13 +101,19 @@ void check_spmv_of(const csr<V, I>& a, const cmrs<V>& m, gpu_context& ctx) {
     SCOPED_TRACE("alpha " + std::to_string(alpha) + " beta " + std::to_string(beta));
     const std::vector<V>& start = beta == V(0) ? nan : y0;
     dy.upload(start.data(), start.size());
-    gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx);
+    gpu::spmv(dm, alpha, dx.data(), beta, dy.data(), ctx, gpu::cmrs_kernel::strips);
     ctx.synchronize();
     const std::vector<V> y = test::download(dy);
     EXPECT_LE(cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data()), tol);
     std::vector<V> ref = start;
     cpu::spmv(m, alpha, x.data(), beta, ref.data());
     EXPECT_TRUE(same_bits(y, ref)) << "the GPU kernel's bits differ from cpu::spmv(cmrs)";
+  }
+  if (gpu::cmrs_tile_layout(m.params)) {
+    SCOPED_TRACE("tile kernel");
+    test::expect_spmv_matches(a, ctx, [&](V alpha, const V* xd, V beta, V* yd) {
+      gpu::spmv(dm, alpha, xd, beta, yd, ctx, gpu::cmrs_kernel::tiles);
+    });
   }
 }
 
@@ -268,6 +277,64 @@ TEST(GpuCmrsSpmv, PipelinedKernelOverManyStripsPerWarp) {
     const cmrs<double> m = cpu::csr_to_cmrs(a, P(h, 32));
     ASSERT_TRUE(gpu::cmrs_short_strips(static_cast<std::int64_t>(m.col_row.size()), cmrs_strips(n, h)));
     check_spmv_of(a, m, ctx);
+  }
+}
+
+// The tile kernel where its bookkeeping is hardest: leading, trailing and interior empty rows,
+// whole empty strips, runs of empty rows longer than a warp (written by the whole warp), a row
+// of 700 entries whose strip spans several tiles (split strips, added atomically), rows of one
+// entry; tiles of one window (128 slots) on a small matrix and of several windows on one of
+// 4.5M slots (4 windows), through the automatic choice; float and double; several heights.
+TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto pattern = [](std::int64_t rows, std::int64_t cols) {
+    return test::csr_from_columns(
+        rows, cols,
+        [rows, cols](std::int64_t r, std::vector<std::int64_t>& cs) {
+          const bool empty = r < 40 || r >= rows - 500 || (r >= 2000 && r < 2300) || r % 7 == 0;
+          const std::int64_t len = r == 3000 ? 700 : empty ? 0 : r % 5 + (r % 11 == 0 ? 30 : 0);
+          for (std::int64_t k = 0; k < len; ++k) cs.push_back((r * 13 + k * 7) % cols);
+        },
+        [](std::int64_t r, std::int64_t c) { return 0.25 + static_cast<double>((r * 5 + c) % 23) / 4.0; });
+  };
+  const csr<double, I> small = pattern(5000, 4001), large = pattern(1100000, 90001);
+  for (const csr<double, I>* a : {&small, &large}) {
+    for (int h : {1, 3, 16}) {
+      SCOPED_TRACE("rows " + std::to_string(a->rows) + " height " + std::to_string(h));
+      const cmrs<double> m = cpu::csr_to_cmrs(*a, P(h, 32));
+      ASSERT_EQ(gpu::cmrs_spmv_kernel(m.params), gpu::cmrs_kernel::tiles);
+      const int windows = gpu::cmrs_tile_windows(static_cast<std::int64_t>(m.values.size()));
+      EXPECT_EQ(windows, a == &small ? 1 : 4);
+      const auto dm = to_device(m);
+      test::expect_spmv_matches(*a, ctx, [&](double alpha, const double* x, double beta, double* y) {
+        gpu::spmv(dm, alpha, x, beta, y, ctx);
+      });
+      const csr<float, I> f = test::cast_values<float>(*a);
+      const auto df = to_device(cpu::csr_to_cmrs(f, P(h, 32)));
+      test::expect_spmv_matches(f, ctx, [&](float alpha, const float* x, float beta, float* y) {
+        gpu::spmv(df, alpha, x, beta, y, ctx, gpu::cmrs_kernel::tiles);
+      });
+    }
+  }
+}
+
+TEST(GpuCmrsSpmv, KernelChoice) {
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32)), gpu::cmrs_kernel::tiles);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32, true)), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(16, 8)), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_tile_windows(0), 1);
+  EXPECT_EQ(gpu::cmrs_tile_windows(2 * 128 * 8192 - 1), 1);
+  EXPECT_EQ(gpu::cmrs_tile_windows(2 * 128 * 8192), 2);
+  EXPECT_EQ(gpu::cmrs_tile_windows(std::int64_t{1} << 40), 8);
+  if (!gpu_available()) GTEST_SKIP() << "no GPU: the refusals need a device";
+  gpu_context ctx;
+  device_array<double> x(6), y(6);
+  for (const cmrs_params& p : {P(2, 32, true), P(16, 8)}) {
+    SCOPED_TRACE(describe(p));
+    const auto m = to_device(cpu::csr_to_cmrs(example(), p));
+    test::expect_error([&] { gpu::spmv(m, 1.0, x.data(), 0.0, y.data(), ctx, gpu::cmrs_kernel::tiles); },
+                       errc::usage, "the cmrs tile kernel takes the basic layout in CSR order");
   }
 }
 
