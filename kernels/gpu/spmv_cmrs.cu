@@ -1,5 +1,6 @@
 // CMRS SpMV on the GPU (shared/papers/cmrs-koza.txt sec. 4, Algorithm 1; appendix 9, the
-// basic kernel; appendix 10, the modified kernel for the sec. 6.7 layout).
+// basic kernel; appendix 10, the modified kernel for the sec. 6.7 layout), and a tile kernel
+// (tile_kernel, below) for the basic layout in CSR order; gpu::cmrs_spmv_kernel chooses.
 // One warp per strip (the vector kernel of Bell and Garland with rows replaced by strips,
 // sec. 4): lane l reads slots strip_start + l, + 32, ... (coalesced), decodes the column word
 // (row in strip = low 4 bits, column = the rest, shifted unsigned: spconv's words are uint32)
@@ -388,9 +389,10 @@ __global__ void __launch_bounds__(tile_threads, 8)
       const U end0 = __shfl_sync(full_mask, own_end, 0), end1 = __shfl_sync(full_mask, own_end, 1),
               end2 = __shfl_sync(full_mask, own_end, 2);
 #pragma unroll
-      for (int k = 0; k < E; ++k) {
+      for (int k = 0; k < E; ++k) {  // branch-free: every slot's count, then -1 past b1
         const U slot = e0 + k;
-        strip[k] = slot < b1 ? cur + (end0 <= slot) + (end1 <= slot) + (end2 <= slot) : I(-1);
+        const I n = static_cast<I>(end0 <= slot) + static_cast<I>(end1 <= slot) + static_cast<I>(end2 <= slot);
+        strip[k] = slot < b1 ? cur + n : I(-1);
       }
     } else {
       int known = 0;  // this lane's slots whose strip is found (in order: slots increase)
@@ -556,7 +558,8 @@ void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   if (a.strip_ptr.size() != static_cast<std::size_t>(strips) + 1)
     fail(errc::usage, "gpu::spmv: cmrs strip_ptr has " + std::to_string(a.strip_ptr.size()) +
                           " elements, expected " + std::to_string(strips + 1));
-  if (kernel == cmrs_kernel::automatic) kernel = cmrs_spmv_kernel(a.params);
+  if (kernel == cmrs_kernel::automatic)
+    kernel = cmrs_spmv_kernel(a.params, a.rows, static_cast<std::int64_t>(a.values.size()));
   if (kernel == cmrs_kernel::tiles && !cmrs_tile_layout(a.params))
     fail(errc::usage, "gpu::spmv: the cmrs tile kernel takes the basic layout in CSR order (modulo 32, "
                       "sort_columns false), not modulo " + std::to_string(m) +

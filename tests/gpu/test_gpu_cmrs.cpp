@@ -283,8 +283,9 @@ TEST(GpuCmrsSpmv, PipelinedKernelOverManyStripsPerWarp) {
 // The tile kernel where its bookkeeping is hardest: leading, trailing and interior empty rows,
 // whole empty strips, runs of empty rows longer than a warp (written by the whole warp), a row
 // of 700 entries whose strip spans several tiles (split strips, added atomically), rows of one
-// entry; tiles of one window (128 slots) on a small matrix and of several windows on one of
-// 4.5M slots (4 windows), through the automatic choice; float and double; several heights.
+// entry; tiles of one window (128 slots) on a small matrix (asked for: it takes the strip
+// kernels by default) and of 4 windows on one of 4.5M slots (through the automatic choice);
+// float and double; several heights.
 TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
@@ -303,12 +304,14 @@ TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
     for (int h : {1, 3, 16}) {
       SCOPED_TRACE("rows " + std::to_string(a->rows) + " height " + std::to_string(h));
       const cmrs<double> m = cpu::csr_to_cmrs(*a, P(h, 32));
-      ASSERT_EQ(gpu::cmrs_spmv_kernel(m.params), gpu::cmrs_kernel::tiles);
-      const int windows = gpu::cmrs_tile_windows(static_cast<std::int64_t>(m.values.size()));
-      EXPECT_EQ(windows, a == &small ? 1 : 4);
+      const auto slots = static_cast<std::int64_t>(m.values.size());
+      // The small matrix takes the strip kernels by default: the tile kernel is asked for.
+      const gpu::cmrs_kernel automatic = gpu::cmrs_spmv_kernel(m.params, a->rows, slots);
+      ASSERT_EQ(automatic, a == &small ? gpu::cmrs_kernel::strips : gpu::cmrs_kernel::tiles);
+      EXPECT_EQ(gpu::cmrs_tile_windows(slots), a == &small ? 1 : 4);
       const auto dm = to_device(m);
       test::expect_spmv_matches(*a, ctx, [&](double alpha, const double* x, double beta, double* y) {
-        gpu::spmv(dm, alpha, x, beta, y, ctx);
+        gpu::spmv(dm, alpha, x, beta, y, ctx, a == &small ? gpu::cmrs_kernel::tiles : gpu::cmrs_kernel::automatic);
       });
       const csr<float, I> f = test::cast_values<float>(*a);
       const auto df = to_device(cpu::csr_to_cmrs(f, P(h, 32)));
@@ -320,9 +323,13 @@ TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
 }
 
 TEST(GpuCmrsSpmv, KernelChoice) {
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32)), gpu::cmrs_kernel::tiles);
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32, true)), gpu::cmrs_kernel::strips);
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(16, 8)), gpu::cmrs_kernel::strips);
+  // 2^18 rows of height 4: 65536 strips, the tile kernel below 128 slots a strip.
+  const std::int64_t rows = gpu::cmrs_tile_kernel_rows, below = 128 * 65536 - 1;
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows, below), gpu::cmrs_kernel::tiles);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows, below + 1), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows - 1, 100), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32, true), rows, 100), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(16, 8), rows, 100), gpu::cmrs_kernel::strips);
   EXPECT_EQ(gpu::cmrs_tile_windows(0), 1);
   EXPECT_EQ(gpu::cmrs_tile_windows(2 * 128 * 8192 - 1), 1);
   EXPECT_EQ(gpu::cmrs_tile_windows(2 * 128 * 8192), 2);
