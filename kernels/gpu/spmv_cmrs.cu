@@ -501,9 +501,9 @@ void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y
   const tile_split m{cmrs_strips(a.rows, h), a.rows, slots, (slots + tile_slots - 1) / tile_slots, tile_slots};
   const I* first = assign_tiles(m, h, a.strip_ptr.data(), beta, y, ctx, "gpu::spmv (cmrs)");
   const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool aligned = on16(a.col_row.data()) && on16(a.values.data());
   tile_kernel<V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
-      m, h, a.strip_ptr.data(), a.col_row.data(), a.values.data(), first, on16(a.col_row.data()) && on16(a.values.data()),
-      alpha, x, beta, y);
+      m, h, a.strip_ptr.data(), a.col_row.data(), a.values.data(), first, aligned, alpha, x, beta, y);
 }
 
 template <class V, int H, int M>

@@ -379,8 +379,8 @@ void launch_tiles(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, 
   const tile_split m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, tile_blocks};
   const I* first_row = assign_tiles(m, R, a.block_row_ptr.data(), beta, y, ctx, "gpu::spmv (mbr)");
   tile_kernel<M, R, V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
-      m, a.params.block_cols, a.block_row_ptr.data(), a.block_col_idx.data(), reinterpret_cast<const M*>(a.bitmaps.data()),
-      a.value_ptr.data(), a.values.data(), first_row, alpha, x, beta, y);
+      m, a.params.block_cols, a.block_row_ptr.data(), a.block_col_idx.data(),
+      reinterpret_cast<const M*>(a.bitmaps.data()), a.value_ptr.data(), a.values.data(), first_row, alpha, x, beta, y);
 }
 
 template <class M, int K, class V>
