@@ -290,21 +290,24 @@ __global__ void __launch_bounds__(block_threads)
 // 4 consecutive slots a lane read as 16-byte words, as the COO kernel reads its entries: in
 // this layout a strip's slots are its rows' entries in CSR order (sec. 3), so the rows
 // (strip * height + the word's row bits) do not decrease along the slots and a row's slots are
-// consecutive. Each slot's strip is counted from the strip ends, 32 at a time in shared memory,
-// from the strip of the window's first slot; rows are summed by warp_row_sums
+// consecutive. Each slot's strip is the number of strip ends at or before it, counted from the
+// strip of the window's first slot: by three comparisons where at most 3 strips end in the
+// window, else 32 ends at a time in shared memory; rows are summed by warp_row_sums
 // (coo_accumulate.cuh). A row that ends inside the window is complete when it began in it or
 // continues the row left open by the window before (its sum so far carried in registers);
 // the row of the window's last slot stays open. A complete row is written once, with beta*y,
 // and so are the empty rows between it and the next row with slots, by the lane where it
-// ends; in the strips split between tiles (the tile's first strip when it began in an earlier
-// tile, and the next tile's first when it begins in this one) rows are added atomically and
-// empty rows left as tile_rows scaled them. Tile 0 writes the empty rows before the first row
+// ends; in the strips split between tiles (see split_first and split_last) rows are added
+// atomically and empty rows left as tile_rows scaled them. Tile 0 writes the empty rows before the first row
 // with slots, the last tile those after the last.
 constexpr int tile_lane_slots = detail::coo_per_lane;               // 4
 constexpr int tile_window = warp_size * tile_lane_slots;           // slots per window
 constexpr int tile_threads = 128;
 constexpr int tile_warps = tile_threads / warp_size;
 
+// 8 blocks of 4 warps a multiprocessor: 64 registers without spills. Without the bound the
+// compiler took 80 (24 warps); 9 blocks (56 registers, 16 bytes spilled) ran 1.052x cuSPARSE
+// against 1.074x (H100, double, replicated set, stop 21, device call 8).
 template <class V>
 __global__ void __launch_bounds__(tile_threads, 8)
     tile_kernel(tile_split m, int h, const I* __restrict__ strip_ptr, const std::uint32_t* __restrict__ col_row,
@@ -320,10 +323,10 @@ __global__ void __launch_bounds__(tile_threads, 8)
   if (t >= m.tiles) return;  // the whole warp
   const U b0 = static_cast<U>(t * m.tile_items), b1 = static_cast<U>(min(t * m.tile_items + m.tile_items, m.items));
   const bool last_tile = t + 1 == m.tiles;
-  // The strips split between tiles that this tile meets (-1: none), whose rows tile_rows scaled:
-  // its first strip when it began before b0 or runs past b1, and the next tile's first (the
-  // strip holding slot b1, whose empty rows before its first row with slots this tile may
-  // write) when it begins before b1 or runs past the next tile's end.
+  // The strips split between tiles that this tile meets (none: no such strip), whose rows
+  // tile_rows scaled: its first strip when it began before b0 or runs past b1, and the next
+  // tile's first (the strip holding slot b1, whose empty rows before its first row with slots
+  // this tile may write) when it begins before b1 or runs past the next tile's end.
   const I f0 = first_strip[t], f1 = last_tile ? I(-1) : first_strip[t + 1];
   const auto at = [&](I s) { return static_cast<U>(strip_ptr[s]); };
   constexpr I none = -2;  // never a strip, nor the -1 of slots past b1 and of "no row"
