@@ -48,6 +48,7 @@
 #include "kernels/gpu/coo_accumulate.cuh"
 #include "kernels/gpu/resident_blocks.cuh"
 #include "kernels/gpu/scale_y.cuh"
+#include "kernels/gpu/search.cuh"
 #include "kernels/gpu/slot_batch.cuh"
 #include "kernels/gpu/spmv_cmrs.hpp"
 #include "kernels/gpu/tile_rows.cuh"
@@ -308,7 +309,7 @@ constexpr int tile_warps = tile_threads / warp_size;
 // 8 blocks of 4 warps a multiprocessor: 64 registers without spills. Without the bound the
 // compiler took 80 (24 warps); 9 blocks (56 registers, 16 bytes spilled) ran 1.052x cuSPARSE
 // against 1.074x (H100, double, replicated set, stop 21, device call 8).
-template <class V>
+template <class V, bool Staged>
 __global__ void __launch_bounds__(tile_threads, 8)
     tile_kernel(tile_split m, int h, const I* __restrict__ strip_ptr, const std::uint32_t* __restrict__ col_row,
                 const V* __restrict__ val, const I* __restrict__ first_strip, bool aligned, V alpha,
@@ -319,6 +320,11 @@ __global__ void __launch_bounds__(tile_threads, 8)
   __shared__ U strip_ends[tile_warps][warp_size];
   const int lane = static_cast<int>(threadIdx.x % warp_size);
   U* const ends = strip_ends[threadIdx.x / warp_size];
+  constexpr int stage = Staged ? tile_window : 1;
+  __shared__ I stage_rows[tile_warps][stage];
+  __shared__ V stage_sums[tile_warps][stage];
+  I* const staged_rows = stage_rows[threadIdx.x / warp_size];
+  V* const staged_sums = stage_sums[threadIdx.x / warp_size];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * tile_warps + threadIdx.x / warp_size;
   if (t >= m.tiles) return;  // the whole warp
   const U b0 = static_cast<U>(t * m.tile_items), b1 = static_cast<U>(min(t * m.tile_items + m.tile_items, m.items));
@@ -450,12 +456,37 @@ __global__ void __launch_bounds__(tile_threads, 8)
     const auto next_of = [&](int k) { return k + 1 < E ? row[k + 1] : lane + 1 < warp_size ? sums.next_head : I(-1); };
     const auto next_strip_of = [&](int k) { return k + 1 < E ? strip[k + 1] : next_head_strip; };
     const auto ends_at = [&](int k) { return row[k] >= 0 && next_of(k) >= 0 && next_of(k) != row[k]; };
+    if constexpr (!Staged) {
 #pragma unroll
-    for (int k = 0; k < E; ++k)
-      if (ends_at(k)) {
-        finish(row[k], strip[k], sums.at(row, k) + (row[k] == first_row ? carried : V(0)));
-        gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
+      for (int k = 0; k < E; ++k)
+        if (ends_at(k)) {
+          finish(row[k], strip[k], sums.at(row, k) + (row[k] == first_row ? carried : V(0)));
+          gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
+        }
+    } else {
+      // Rows of about one slot (stages_rows): a lane ends up to 4 rows, 4 apart from the
+      // next lane's, so the rows go through shared memory in order (split ones as ~row) and
+      // the warp writes 32 consecutive rows a store, as the COO kernel's staging does.
+      int count = 0;
+#pragma unroll
+      for (int k = 0; k < E; ++k) count += ends_at(k) ? 1 : 0;
+      int at_slot = group_inclusive_sum(count) - count;
+      const int total = __shfl_sync(full_mask, at_slot + count, warp_size - 1);
+#pragma unroll
+      for (int k = 0; k < E; ++k)
+        if (ends_at(k)) {
+          staged_rows[at_slot] = split(strip[k]) ? ~row[k] : row[k];
+          staged_sums[at_slot++] = sums.at(row, k) + (row[k] == first_row ? carried : V(0));
+          gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
+        }
+      __syncwarp();
+      for (int q = lane; q < total; q += warp_size) {
+        const I r = staged_rows[q];
+        if (r < 0) atomicAdd(y + ~r, alpha * staged_sums[q]);
+        else y[r] = keep_y ? alpha * staged_sums[q] + beta * y[r] : alpha * staged_sums[q];
       }
+      __syncwarp();  // the next window refills the stage
+    }
     if (__any_sync(full_mask, wide)) {
       wide_rows(close_open, open_row, open_strip, first_row, first_row_strip);
 #pragma unroll
@@ -491,6 +522,11 @@ __global__ void __launch_bounds__(tile_threads, 8)
   empty_rows(open_row, open_strip, after, f1, lane, warp_size);
 }
 
+// Whether the tile kernel stages its rows in shared memory: rows of fewer than 2 slots on
+// average, as the COO kernel decides (coo_stages_row_sums), so that only such matrices pay
+// the stage's 6.5 KiB a block of L1.
+bool stages_rows(std::int64_t rows, std::int64_t slots) { return slots < 2 * rows; }
+
 template <class V>
 void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
   const auto slots = static_cast<std::int64_t>(a.values.size());
@@ -505,7 +541,8 @@ void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y
   const I* first = assign_tiles(m, h, a.strip_ptr.data(), beta, y, ctx, "gpu::spmv (cmrs)");
   const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool aligned = on16(a.col_row.data()) && on16(a.values.data());
-  tile_kernel<V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
+  const auto kernel = stages_rows(a.rows, slots) ? tile_kernel<V, true> : tile_kernel<V, false>;
+  kernel<<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
       m, h, a.strip_ptr.data(), a.col_row.data(), a.values.data(), first, aligned, alpha, x, beta, y);
 }
 

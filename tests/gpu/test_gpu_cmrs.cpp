@@ -284,23 +284,26 @@ TEST(GpuCmrsSpmv, PipelinedKernelOverManyStripsPerWarp) {
 // whole empty strips, runs of empty rows longer than a warp (written by the whole warp), a row
 // of 700 entries whose strip spans several tiles (split strips, added atomically), rows of one
 // entry; tiles of one window (128 slots) on a small matrix (asked for: it takes the strip
-// kernels by default) and of 4 windows on one of 4.5M slots (through the automatic choice);
-// float and double; several heights.
+// kernels by default), of 4 windows on one of 4.5M slots and of 2 on one of 2.1M slots in
+// rows of one entry (staged rows), through the automatic choice; float and double; several
+// heights.
 TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
-  const auto pattern = [](std::int64_t rows, std::int64_t cols) {
+  // ones: rows of at most one entry besides row 3000, which the kernel stages in shared memory.
+  const auto pattern = [](std::int64_t rows, std::int64_t cols, bool ones) {
     return test::csr_from_columns(
         rows, cols,
-        [rows, cols](std::int64_t r, std::vector<std::int64_t>& cs) {
+        [rows, cols, ones](std::int64_t r, std::vector<std::int64_t>& cs) {
           const bool empty = r < 40 || r >= rows - 500 || (r >= 2000 && r < 2300) || r % 7 == 0;
-          const std::int64_t len = r == 3000 ? 700 : empty ? 0 : r % 5 + (r % 11 == 0 ? 30 : 0);
+          const std::int64_t len = r == 3000 ? 700 : empty ? 0 : ones ? 1 : r % 5 + (r % 11 == 0 ? 30 : 0);
           for (std::int64_t k = 0; k < len; ++k) cs.push_back((r * 13 + k * 7) % cols);
         },
         [](std::int64_t r, std::int64_t c) { return 0.25 + static_cast<double>((r * 5 + c) % 23) / 4.0; });
   };
-  const csr<double, I> small = pattern(5000, 4001), large = pattern(1100000, 90001);
-  for (const csr<double, I>* a : {&small, &large}) {
+  const csr<double, I> small = pattern(5000, 4001, false), large = pattern(1100000, 90001, false),
+                       ones = pattern(2500000, 90001, true);
+  for (const csr<double, I>* a : {&small, &large, &ones}) {
     for (int h : {1, 3, 16}) {
       SCOPED_TRACE("rows " + std::to_string(a->rows) + " height " + std::to_string(h));
       const cmrs<double> m = cpu::csr_to_cmrs(*a, P(h, 32));
@@ -308,7 +311,7 @@ TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
       // The small matrix takes the strip kernels by default: the tile kernel is asked for.
       const gpu::cmrs_kernel automatic = gpu::cmrs_spmv_kernel(m.params, a->rows, slots);
       ASSERT_EQ(automatic, a == &small ? gpu::cmrs_kernel::strips : gpu::cmrs_kernel::tiles);
-      EXPECT_EQ(gpu::cmrs_tile_windows(slots), a == &small ? 1 : 4);
+      EXPECT_EQ(gpu::cmrs_tile_windows(slots), a == &small ? 1 : a == &large ? 4 : 2);
       const auto dm = to_device(m);
       test::expect_spmv_matches(*a, ctx, [&](double alpha, const double* x, double beta, double* y) {
         gpu::spmv(dm, alpha, x, beta, y, ctx, a == &small ? gpu::cmrs_kernel::tiles : gpu::cmrs_kernel::automatic);
