@@ -464,7 +464,7 @@ __global__ void __launch_bounds__(tile_threads, 8)
           gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
         }
     } else {
-      // Rows of about one slot (stages_rows): a lane ends up to 4 rows, 4 apart from the
+      // Rows of about one slot (coo_stages_row_sums): a lane ends up to 4 rows, 4 apart from the
       // next lane's, so the rows go through shared memory in order (split ones as ~row) and
       // the warp writes 32 consecutive rows a store, as the COO kernel's staging does.
       int count = 0;
@@ -522,11 +522,6 @@ __global__ void __launch_bounds__(tile_threads, 8)
   empty_rows(open_row, open_strip, after, f1, lane, warp_size);
 }
 
-// Whether the tile kernel stages its rows in shared memory: rows of fewer than 2 slots on
-// average, as the COO kernel decides (coo_stages_row_sums), so that only such matrices pay
-// the stage's 6.5 KiB a block of L1.
-bool stages_rows(std::int64_t rows, std::int64_t slots) { return slots < 2 * rows; }
-
 template <class V>
 void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
   const auto slots = static_cast<std::int64_t>(a.values.size());
@@ -541,7 +536,9 @@ void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y
   const I* first = assign_tiles(m, h, a.strip_ptr.data(), beta, y, ctx, "gpu::spmv (cmrs)");
   const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool aligned = on16(a.col_row.data()) && on16(a.values.data());
-  const auto kernel = stages_rows(a.rows, slots) ? tile_kernel<V, true> : tile_kernel<V, false>;
+  // Rows staged in shared memory where they hold fewer than 2 slots on average, the COO
+  // kernel's rule, so that only such matrices pay the stage's 6.5 KiB a block of L1.
+  const auto kernel = detail::coo_stages_row_sums(a.rows, slots) ? tile_kernel<V, true> : tile_kernel<V, false>;
   kernel<<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
       m, h, a.strip_ptr.data(), a.col_row.data(), a.values.data(), first, aligned, alpha, x, beta, y);
 }

@@ -69,7 +69,7 @@ inline bool cmrs_tile_layout(const cmrs_params& p) { return p.modulo == cmrs_war
 inline constexpr std::int64_t cmrs_tile_kernel_rows = std::int64_t{1} << 18;
 inline constexpr std::int64_t cmrs_tile_strip_slots = 128;
 inline cmrs_kernel cmrs_spmv_kernel(const cmrs_params& p, std::int64_t rows, std::int64_t slots) {
-  const std::int64_t strips = p.height > 0 ? (rows + p.height - 1) / p.height : 0;
+  const std::int64_t strips = p.height > 0 ? cmrs_strips(rows, p.height) : 0;
   const bool short_strips = slots < cmrs_tile_strip_slots * strips;
   return cmrs_tile_layout(p) && rows >= cmrs_tile_kernel_rows && short_strips ? cmrs_kernel::tiles
                                                                              : cmrs_kernel::strips;
