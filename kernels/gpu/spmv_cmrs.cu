@@ -308,8 +308,9 @@ constexpr int tile_warps = tile_threads / warp_size;
 
 // 8 blocks of 4 warps a multiprocessor: 64 registers without spills. Without the bound the
 // compiler took 80 (24 warps); 9 blocks (56 registers, 16 bytes spilled) ran 1.052x cuSPARSE
-// against 1.074x (H100, double, replicated set, stop 21, device call 8).
-template <class V, bool Staged>
+// against 1.074x (H100, double, replicated set, stop 21, device call 8). KeepY: beta != 0
+// (beta == 0 does not read y), fixed at compile time so that no row write tests it.
+template <class V, bool Staged, bool KeepY>
 __global__ void __launch_bounds__(tile_threads, 8)
     tile_kernel(tile_split m, int h, const I* __restrict__ strip_ptr, const std::uint32_t* __restrict__ col_row,
                 const V* __restrict__ val, const I* __restrict__ first_strip, bool aligned, V alpha,
@@ -317,9 +318,9 @@ __global__ void __launch_bounds__(tile_threads, 8)
   constexpr int E = tile_lane_slots;
   // Slot positions in 32 bits: slots < 2^31 (strip_ptr is int32), and a window past it < 2^32.
   using U = std::uint32_t;
-  __shared__ U strip_ends[tile_warps][warp_size];
+  __shared__ __align__(16) U strip_marks[tile_warps][tile_window];
   const int lane = static_cast<int>(threadIdx.x % warp_size);
-  U* const ends = strip_ends[threadIdx.x / warp_size];
+  U* const marks = strip_marks[threadIdx.x / warp_size];
   constexpr int stage = Staged ? tile_window : 1;
   __shared__ I stage_rows[tile_warps][stage];
   __shared__ V stage_sums[tile_warps][stage];
@@ -339,18 +340,17 @@ __global__ void __launch_bounds__(tile_threads, 8)
   const I split_first = at(f0) < b0 || at(f0 + 1) > b1 ? f0 : none;
   const I split_last = f1 >= 0 && (at(f1) < b1 || at(f1 + 1) > b1 + m.tile_items) ? f1 : none;
   const auto split = [&](I s) { return s == split_first || s == split_last; };
-  const bool keep_y = beta != V(0);  // beta == 0 does not read y
   // Row `row` of strip `s` is complete.
   const auto finish = [&](I row, I s, V sum) {
     if (split(s)) atomicAdd(y + row, alpha * sum);
-    else y[row] = keep_y ? alpha * sum + beta * y[row] : alpha * sum;
+    else y[row] = KeepY ? alpha * sum + beta * y[row] : alpha * sum;
   };
   // The empty rows after row `from` (of strip sf) and before row `to` (of strip st), every
   // `step`-th from the `first`-th.
   const auto empty_rows = [&](I from, I sf, I to, I st, int first, int step) {
     for (std::int64_t g = std::int64_t{from} + 1 + first; g < to; g += step)
       if (!((g < (std::int64_t{sf} + 1) * h && split(sf)) || (g >= std::int64_t{st} * h && split(st))))
-        y[g] = keep_y ? beta * y[g] : V(0);
+        y[g] = KeepY ? beta * y[g] : V(0);
   };
   // Runs of empty rows: a lane writes up to a warp's worth itself; longer ones (wide) wait
   // for the whole warp (wide_rows), which is rare enough to cost a vote per window only.
@@ -388,7 +388,9 @@ __global__ void __launch_bounds__(tile_threads, 8)
     detail::load_run(val, e0, b1, aligned && whole, v);
     const U own_end = strip_end(cur);
 #pragma unroll
-    for (int k = 0; k < E; ++k) xv[k] = e0 + k < b1 ? x[word[k] >> cmrs_row_bits] : V(0);
+    // Slots past b1 read x[0] (their word is 0; x has a column, as there are slots): their
+    // row is -1, whose sums never reach a row (warp_row_sums).
+    for (int k = 0; k < E; ++k) xv[k] = x[word[k] >> cmrs_row_bits];
     // Each slot's strip (-1 past b1): cur plus the number of strip ends at or before it. Where
     // at most 3 strips end inside the window (strips of more than ~40 slots), the first 3 ends
     // decide; otherwise they are counted in shared memory, 32 strips at a time.
@@ -404,65 +406,61 @@ __global__ void __launch_bounds__(tile_threads, 8)
         strip[k] = slot < b1 ? cur + n : I(-1);
       }
     } else {
-      int known = 0;  // this lane's slots whose strip is found (in order: slots increase)
-      for (I base = cur;; base += warp_size) {
+      // Otherwise each strip end inside the window marks its position with the number of ends
+      // at or before it (the last of equal ends, i.e. of empty strips, marks it), 32 strips a
+      // round, and a slot's count is the largest mark at or before it: a max-scan over the warp.
+      reinterpret_cast<uint4*>(marks)[lane] = make_uint4(0, 0, 0, 0);
+      U end = own_end;
+      for (I round = 0;; round += warp_size) {
         __syncwarp();
-        ends[lane] = base == cur ? own_end : strip_end(base);
-        __syncwarp();
-        // n: the ends at or before the slot, from a binary search for the lane's first slot
-        // without a strip, then counted on (the lane's slots are consecutive).
-        int n = 0;
-        for (int step = warp_size / 2; step > 0; step /= 2)
-          if (ends[n + step - 1] <= e0 + known) n += step;
-#pragma unroll
-        for (int k = 0; k < E; ++k) {
-          if (k < known) continue;
-          const U slot = e0 + k;
-          if (slot >= b1) {
-            strip[k] = -1;
-            known = k + 1;
-            continue;
-          }
-          while (n < warp_size && ends[n] <= slot) ++n;
-          if (n == warp_size) break;  // beyond these 32 strips
-          strip[k] = base + n;
-          known = k + 1;
-        }
-        if (__all_sync(full_mask, known == E)) break;
+        const U next = __shfl_down_sync(full_mask, end, 1);
+        if (end <= last_slot && (lane == warp_size - 1 || next != end))
+          marks[end - w0] = static_cast<U>(round + lane + 1);
+        if (__shfl_sync(full_mask, end, warp_size - 1) > last_slot) break;
+        end = strip_end(cur + round + warp_size);
       }
+      __syncwarp();
+      const uint4 q = reinterpret_cast<const uint4*>(marks)[lane];
+      static_assert(E == 4, "a lane's marks are one uint4");
+      U n[E] = {q.x, max(q.x, q.y), max(max(q.x, q.y), q.z), max(max(q.x, q.y), max(q.z, q.w))};
+      U upto = n[E - 1];
+      for (int d = 1; d < warp_size; d *= 2) {
+        const U other = __shfl_up_sync(full_mask, upto, d);
+        if (lane >= d) upto = max(upto, other);
+      }
+      U before = __shfl_up_sync(full_mask, upto, 1);
+      if (lane == 0) before = 0;
+#pragma unroll
+      for (int k = 0; k < E; ++k) strip[k] = e0 + k < b1 ? cur + static_cast<I>(max(before, n[k])) : I(-1);
     }
     cur = __shfl_sync(full_mask, strip[E - 1], warp_size - 1);  // for the next (whole) window
     I row[E];
     V p[E];
 #pragma unroll
     for (int k = 0; k < E; ++k) {
-      row[k] = strip[k] >= 0 ? static_cast<I>(std::int64_t{strip[k]} * h + (word[k] & (cmrs_max_height - 1))) : I(-1);
+      // In 32 bits: a row with slots is below rows; strip -1 (past b1) is row -1.
+      row[k] = strip[k] >= 0 ? strip[k] * h + static_cast<I>(word[k] & (cmrs_max_height - 1)) : I(-1);
       p[k] = v[k] * xv[k];
     }
+    // Lane 0 holds the window's first slot: where it continues the open row, the row's sum so
+    // far joins that slot's product, so every sum below includes it.
+    const bool continues = row[0] == open_row;
+    if (lane == 0 && continues) p[0] += open_sum;
     const detail::warp_row_sums<V, I, E> sums(row, p, lane);
-    const I first_row = __shfl_sync(full_mask, row[0], 0);
-    const I first_row_strip = __shfl_sync(full_mask, strip[0], 0);
     const I next_head_strip = __shfl_down_sync(full_mask, strip[0], 1);
-    // The open row ended with the previous window unless this one continues it; tile 0 also
-    // writes the empty rows before its first row with slots.
-    const V carried = first_row == open_row ? open_sum : V(0);
-    const bool close_open = lane == 0 && first_row != open_row && (open_row >= 0 || t == 0);
-    bool wide = false;
-    if (close_open) {
-      if (open_row >= 0) finish(open_row, open_strip, open_sum);
-      gap(open_row, open_strip, first_row, first_row_strip, wide);
-    }
-    // Rows ending inside the window: the next slot, in this lane or the next, starts another.
+    // Otherwise the open row ended with the previous window; tile 0 also writes the empty rows
+    // before its first row with slots.
+    const bool close_open = lane == 0 && !continues && (open_row >= 0 || t == 0);
+    if (close_open && open_row >= 0) finish(open_row, open_strip, open_sum);
+    // Rows ending inside the window: the next slot, in this lane or the next, holds a later row
+    // (never -1, which marks the slots past b1 and stands after the warp's last slot).
     const auto next_of = [&](int k) { return k + 1 < E ? row[k + 1] : lane + 1 < warp_size ? sums.next_head : I(-1); };
     const auto next_strip_of = [&](int k) { return k + 1 < E ? strip[k + 1] : next_head_strip; };
-    const auto ends_at = [&](int k) { return row[k] >= 0 && next_of(k) >= 0 && next_of(k) != row[k]; };
+    const auto ends_at = [&](int k) { return next_of(k) > row[k]; };
     if constexpr (!Staged) {
 #pragma unroll
       for (int k = 0; k < E; ++k)
-        if (ends_at(k)) {
-          finish(row[k], strip[k], sums.at(row, k) + (row[k] == first_row ? carried : V(0)));
-          gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
-        }
+        if (ends_at(k)) finish(row[k], strip[k], sums.at(row, k));
     } else {
       // Rows of about one slot (coo_stages_row_sums): a lane ends up to 4 rows, 4 apart from the
       // next lane's, so the rows go through shared memory in order (split ones as ~row) and
@@ -476,26 +474,35 @@ __global__ void __launch_bounds__(tile_threads, 8)
       for (int k = 0; k < E; ++k)
         if (ends_at(k)) {
           staged_rows[at_slot] = split(strip[k]) ? ~row[k] : row[k];
-          staged_sums[at_slot++] = sums.at(row, k) + (row[k] == first_row ? carried : V(0));
-          gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
+          staged_sums[at_slot++] = sums.at(row, k);
         }
       __syncwarp();
       for (int q = lane; q < total; q += warp_size) {
         const I r = staged_rows[q];
         if (r < 0) atomicAdd(y + ~r, alpha * staged_sums[q]);
-        else y[r] = keep_y ? alpha * staged_sums[q] + beta * y[r] : alpha * staged_sums[q];
+        else y[r] = KeepY ? alpha * staged_sums[q] + beta * y[r] : alpha * staged_sums[q];
       }
       __syncwarp();  // the next window refills the stage
     }
-    if (__any_sync(full_mask, wide)) {
-      wide_rows(close_open, open_row, open_strip, first_row, first_row_strip);
+    // The empty rows after the rows that end here: rare, so the warp votes before it looks.
+    bool gaps = close_open && row[0] - open_row > 1;
 #pragma unroll
-      for (int k = 0; k < E; ++k) wide_rows(ends_at(k), row[k], strip[k], next_of(k), next_strip_of(k));
+    for (int k = 0; k < E; ++k) gaps = gaps || (ends_at(k) && next_of(k) - row[k] > 1);
+    if (__any_sync(full_mask, gaps)) {
+      bool wide = false;
+      if (close_open) gap(open_row, open_strip, row[0], strip[0], wide);
+#pragma unroll
+      for (int k = 0; k < E; ++k)
+        if (ends_at(k)) gap(row[k], strip[k], next_of(k), next_strip_of(k), wide);
+      if (__any_sync(full_mask, wide)) {
+        wide_rows(close_open, open_row, open_strip, row[0], strip[0]);
+#pragma unroll
+        for (int k = 0; k < E; ++k) wide_rows(ends_at(k), row[k], strip[k], next_of(k), next_strip_of(k));
+      }
     }
-    // The row of the window's last slot stays open.
-    V part;
+    // The row of the window's last slot stays open (its sum includes the carried part).
     if (whole) {
-      part = __shfl_sync(full_mask, sums.tail, warp_size - 1);
+      open_sum = __shfl_sync(full_mask, sums.tail, warp_size - 1);
       open_row = __shfl_sync(full_mask, row[E - 1], warp_size - 1);
       open_strip = __shfl_sync(full_mask, strip[E - 1], warp_size - 1);
     } else {
@@ -510,11 +517,10 @@ __global__ void __launch_bounds__(tile_threads, 8)
           mine_row = row[k];
           mine_strip = strip[k];
         }
-      part = __shfl_sync(full_mask, mine, last_lane);
+      open_sum = __shfl_sync(full_mask, mine, last_lane);
       open_row = __shfl_sync(full_mask, mine_row, last_lane);
       open_strip = __shfl_sync(full_mask, mine_strip, last_lane);
     }
-    open_sum = part + (open_row == first_row ? carried : V(0));
   }
   // The tile's last row, and the empty rows up to the row of the next tile's first slot.
   if (lane == 0) finish(open_row, open_strip, open_sum);
@@ -538,7 +544,9 @@ void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y
   const bool aligned = on16(a.col_row.data()) && on16(a.values.data());
   // Rows staged in shared memory where they hold fewer than 2 slots on average, the COO
   // kernel's rule, so that only such matrices pay the stage's 6.5 KiB a block of L1.
-  const auto kernel = detail::coo_stages_row_sums(a.rows, slots) ? tile_kernel<V, true> : tile_kernel<V, false>;
+  const bool staged = detail::coo_stages_row_sums(a.rows, slots);
+  const auto kernel = beta == V(0) ? (staged ? tile_kernel<V, true, false> : tile_kernel<V, false, false>)
+                                   : (staged ? tile_kernel<V, true, true> : tile_kernel<V, false, true>);
   kernel<<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
       m, h, a.strip_ptr.data(), a.col_row.data(), a.values.data(), first, aligned, alpha, x, beta, y);
 }
