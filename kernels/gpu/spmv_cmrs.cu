@@ -341,9 +341,10 @@ __global__ void __launch_bounds__(tile_threads, 8)
   const I split_last = f1 >= 0 && (at(f1) < b1 || at(f1 + 1) > b1 + m.tile_items) ? f1 : none;
   const auto split = [&](I s) { return s == split_first || s == split_last; };
   // Row `row` of strip `s` is complete.
+  const auto write = [&](I row, V sum) { y[row] = KeepY ? alpha * sum + beta * y[row] : alpha * sum; };
   const auto finish = [&](I row, I s, V sum) {
     if (split(s)) atomicAdd(y + row, alpha * sum);
-    else y[row] = KeepY ? alpha * sum + beta * y[row] : alpha * sum;
+    else write(row, sum);
   };
   // The empty rows after row `from` (of strip sf) and before row `to` (of strip st), every
   // `step`-th from the `first`-th.
@@ -365,9 +366,10 @@ __global__ void __launch_bounds__(tile_threads, 8)
                  __shfl_sync(full_mask, st, l), lane, warp_size);
     }
   };
-  const auto strip_end = [&](I base) {  // the end of strip base + lane
-    const std::int64_t j = std::int64_t{base} + 1 + lane;
-    return static_cast<U>(strip_ptr[j < m.groups ? j : m.groups]);
+  const U groups = static_cast<U>(m.groups);  // < 2^31, so base + 1 + lane fits a U
+  const auto strip_end = [&](I base) {            // the end of strip base + lane
+    const U j = static_cast<U>(base) + 1 + lane;
+    return static_cast<U>(strip_ptr[min(j, groups)]);
   };
 
   I cur = f0;  // the strip of the window's first slot, or one before it
@@ -387,11 +389,11 @@ __global__ void __launch_bounds__(tile_threads, 8)
     detail::load_run(col_row, e0, b1, aligned && whole, word);
     detail::load_run(val, e0, b1, aligned && whole, v);
     const U own_end = strip_end(cur);
-#pragma unroll
     // Slots past b1 read x[0] (their word is 0; x has a column, as there are slots): their
     // row is -1, whose sums never reach a row (warp_row_sums).
+#pragma unroll
     for (int k = 0; k < E; ++k) xv[k] = x[word[k] >> cmrs_row_bits];
-    // Each slot's strip (-1 past b1): cur plus the number of strip ends at or before it. Where
+    // Each slot's strip: cur plus the number of strip ends at or before it. Where
     // at most 3 strips end inside the window (strips of more than ~40 slots), the first 3 ends
     // decide; otherwise they are counted in shared memory, 32 strips at a time.
     I strip[E];
@@ -400,10 +402,9 @@ __global__ void __launch_bounds__(tile_threads, 8)
       const U end0 = __shfl_sync(full_mask, own_end, 0), end1 = __shfl_sync(full_mask, own_end, 1),
               end2 = __shfl_sync(full_mask, own_end, 2);
 #pragma unroll
-      for (int k = 0; k < E; ++k) {  // branch-free: every slot's count, then -1 past b1
+      for (int k = 0; k < E; ++k) {  // branch-free
         const U slot = e0 + k;
-        const I n = static_cast<I>(end0 <= slot) + static_cast<I>(end1 <= slot) + static_cast<I>(end2 <= slot);
-        strip[k] = slot < b1 ? cur + n : I(-1);
+        strip[k] = cur + static_cast<I>(end0 <= slot) + static_cast<I>(end1 <= slot) + static_cast<I>(end2 <= slot);
       }
     } else {
       // Otherwise each strip end inside the window marks its position with the number of ends
@@ -431,16 +432,25 @@ __global__ void __launch_bounds__(tile_threads, 8)
       U before = __shfl_up_sync(full_mask, upto, 1);
       if (lane == 0) before = 0;
 #pragma unroll
-      for (int k = 0; k < E; ++k) strip[k] = e0 + k < b1 ? cur + static_cast<I>(max(before, n[k])) : I(-1);
+      for (int k = 0; k < E; ++k) strip[k] = cur + static_cast<I>(max(before, n[k]));
     }
+    // The window's rows are in strips cur .. (the strip of its last slot): rows of split strips
+    // (atomic additions) only where split_first is cur or split_last that strip.
+    const I window_strip = cur;
     cur = __shfl_sync(full_mask, strip[E - 1], warp_size - 1);  // for the next (whole) window
+    const bool plain = whole && window_strip != split_first && cur != split_last;
     I row[E];
     V p[E];
 #pragma unroll
     for (int k = 0; k < E; ++k) {
-      // In 32 bits: a row with slots is below rows; strip -1 (past b1) is row -1.
-      row[k] = strip[k] >= 0 ? strip[k] * h + static_cast<I>(word[k] & (cmrs_max_height - 1)) : I(-1);
+      // Below rows, so 32 bits hold it (unsigned: slots past b1 are set apart below).
+      row[k] = static_cast<I>(static_cast<U>(strip[k]) * static_cast<U>(h) + (word[k] & (cmrs_max_height - 1)));
       p[k] = v[k] * xv[k];
+    }
+    if (!whole) {  // the matrix's last window (only the last tile is not whole windows)
+#pragma unroll
+      for (int k = 0; k < E; ++k)
+        if (e0 + k >= b1) strip[k] = row[k] = -1;
     }
     // Lane 0 holds the window's first slot: where it continues the open row, the row's sum so
     // far joins that slot's product, so every sum below includes it.
@@ -458,9 +468,15 @@ __global__ void __launch_bounds__(tile_threads, 8)
     const auto next_strip_of = [&](int k) { return k + 1 < E ? strip[k + 1] : next_head_strip; };
     const auto ends_at = [&](int k) { return next_of(k) > row[k]; };
     if constexpr (!Staged) {
+      if (plain) {
 #pragma unroll
-      for (int k = 0; k < E; ++k)
-        if (ends_at(k)) finish(row[k], strip[k], sums.at(row, k));
+        for (int k = 0; k < E; ++k)
+          if (ends_at(k)) write(row[k], sums.at(row, k));
+      } else {
+#pragma unroll
+        for (int k = 0; k < E; ++k)
+          if (ends_at(k)) finish(row[k], strip[k], sums.at(row, k));
+      }
     } else {
       // Rows of about one slot (coo_stages_row_sums): a lane ends up to 4 rows, 4 apart from the
       // next lane's, so the rows go through shared memory in order (split ones as ~row) and
@@ -473,21 +489,22 @@ __global__ void __launch_bounds__(tile_threads, 8)
 #pragma unroll
       for (int k = 0; k < E; ++k)
         if (ends_at(k)) {
-          staged_rows[at_slot] = split(strip[k]) ? ~row[k] : row[k];
+          staged_rows[at_slot] = !plain && split(strip[k]) ? ~row[k] : row[k];
           staged_sums[at_slot++] = sums.at(row, k);
         }
       __syncwarp();
       for (int q = lane; q < total; q += warp_size) {
         const I r = staged_rows[q];
         if (r < 0) atomicAdd(y + ~r, alpha * staged_sums[q]);
-        else y[r] = KeepY ? alpha * staged_sums[q] + beta * y[r] : alpha * staged_sums[q];
+        else write(r, staged_sums[q]);
       }
       __syncwarp();  // the next window refills the stage
     }
     // The empty rows after the rows that end here: rare, so the warp votes before it looks.
+    // (next_of(k) - row[k] > 1 only where row k ends: rows are -1 past b1 and do not decrease.)
     bool gaps = close_open && row[0] - open_row > 1;
 #pragma unroll
-    for (int k = 0; k < E; ++k) gaps = gaps || (ends_at(k) && next_of(k) - row[k] > 1);
+    for (int k = 0; k < E; ++k) gaps |= next_of(k) - row[k] > 1;
     if (__any_sync(full_mask, gaps)) {
       bool wide = false;
       if (close_open) gap(open_row, open_strip, row[0], strip[0], wide);
