@@ -293,14 +293,22 @@ __global__ void __launch_bounds__(block_threads)
 // (strip * height + the word's row bits) do not decrease along the slots and a row's slots are
 // consecutive. Each slot's strip is the number of strip ends at or before it, counted from the
 // strip of the window's first slot: by three comparisons where at most 3 strips end in the
-// window, else 32 ends at a time in shared memory; rows are summed by warp_row_sums
+// window, else by marks in shared memory and a max-scan; rows are summed by warp_row_sums
 // (coo_accumulate.cuh). A row that ends inside the window is complete when it began in it or
-// continues the row left open by the window before (its sum so far carried in registers);
-// the row of the window's last slot stays open. A complete row is written once, with beta*y,
-// and so are the empty rows between it and the next row with slots, by the lane where it
-// ends; in the strips split between tiles (see split_first and split_last) rows are added
-// atomically and empty rows left as tile_rows scaled them. Tile 0 writes the empty rows before the first row
-// with slots, the last tile those after the last.
+// continues the row left open by the window before (its sum so far joins the window's first
+// product); the row of the window's last slot stays open. A complete row is written once, with
+// beta*y, by the lane where it ends, and so are the empty rows between it and the next row with
+// slots; in the strips split between tiles (see split_first and split_last) rows are added
+// atomically and empty rows left as tile_rows scaled them. Tile 0 writes the empty rows before
+// the first row with slots, the last tile those after the last.
+// Measured (H100, double, replicated set, geometric mean against cuSPARSE; stop 22, device
+// calls 1-4): 1.106x at stop 21's end (Nsight Compute: 516 warp instructions a 128-slot window
+// on add32, whose strips of 38 slots mostly took the 32-ends-a-round binary search); 1.117x
+// with the marks; 1.143x with the open row's sum in the first product, the empty rows behind a
+// vote and beta == 0 at compile time; 1.162x (85.2% of copy bandwidth; 311 instructions a
+// window) with the split-strip tests and bound checks out of whole windows. Marks of a byte
+// (one round of 32 strips at a time) ran 1.150x against 1.165x (call 5); staging every
+// window's rows as the staged kernel does 1.062x against 1.107x (call 1).
 constexpr int tile_lane_slots = detail::coo_per_lane;               // 4
 constexpr int tile_window = warp_size * tile_lane_slots;           // slots per window
 constexpr int tile_threads = 128;
@@ -621,7 +629,7 @@ void spmv(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
     fail(errc::usage, "gpu::spmv: cmrs strip_ptr has " + std::to_string(a.strip_ptr.size()) +
                           " elements, expected " + std::to_string(strips + 1));
   if (kernel == cmrs_kernel::automatic)
-    kernel = cmrs_spmv_kernel(a.params, a.rows, static_cast<std::int64_t>(a.values.size()));
+    kernel = cmrs_spmv_kernel(a.params, a.rows);
   if (kernel == cmrs_kernel::tiles && !cmrs_tile_layout(a.params))
     fail(errc::usage, "gpu::spmv: the cmrs tile kernel takes the basic layout in CSR order (modulo 32, "
                       "sort_columns false), not modulo " + std::to_string(m) +

@@ -51,28 +51,24 @@ inline const char* cmrs_kernel_name(cmrs_kernel k) {
 // slots are consecutive and rows increase along the slots.
 inline bool cmrs_tile_layout(const cmrs_params& p) { return p.modulo == cmrs_warp && !p.sort_columns; }
 
-// Which kernel gpu::spmv runs by default: the tile kernel where the layout allows it, the
-// matrix has cmrs_tile_kernel_rows rows or more and its strips average fewer than
-// cmrs_tile_strip_slots slots (4 a lane of the warp per strip); the strip kernels otherwise.
-// Measured on the H100 (double, geometric means against cuSPARSE, stop 21, device calls 2 and
-// 8, `spconv bench ../shared/matrices/real --device gpu --formats cmrs ...`):
-// - the 20 real matrices replicated to 100M entries: the strip kernels 0.851x (62.1% of copy
-//   bandwidth), the tile kernel 1.074x (78.3%). The tile kernel wins on every matrix whose
-//   strips average fewer than 128 slots (memplus_rhs1 0.52x -> 1.20x, luxembourg 0.71x ->
-//   1.27x, arrow 0.46x -> 1.13x, lp_ship04l at 127 slots 0.95x -> 1.09x) and loses on the
-//   regular long strips the register kernel reads 4 or more slots a lane of (n1024-l1 at 128:
-//   1.23x against 1.05x; bcsstk13, bcsstk33, ca-AstroPh, sparse-images 1-11%), so the rule
-//   gives 1.092x (79.7%);
-// - the 27-point stencil (216 slots a strip): 1.07x with the register kernel, 0.97x tiled;
-// - the matrices as they are (1.6K-115K rows): 1.53x with the strip kernels, 1.07x tiled, the
-//   tile kernel's two launches and few warps against one launch: most take under 6 us.
+// Which kernel gpu::spmv runs by default: the tile kernel where the layout allows it and the
+// matrix has cmrs_tile_kernel_rows rows or more; the strip kernels otherwise. Measured on the
+// H100 (double, geometric means against cuSPARSE, `spconv bench ../shared/matrices/real
+// --device gpu --formats cmrs ...`):
+// - the 20 real matrices replicated to 100M entries (stop 22, device call 4, both rules in one
+//   call): tiles for every matrix 1.163x (85.3% of copy bandwidth) against 1.162x (85.2%) for
+//   stop 21's rule, the tile kernel only where strips average fewer than 128 slots. Tiled, the
+//   long strips gain on Groebner_id2003_aug (0.92x -> 1.02x), fidapex6 (1.02x -> 1.14x),
+//   bcsstk13 and sparse-images (2-3%) and lose on n1024-l1 (1.23x -> 1.10x: strips of exactly
+//   128 slots, the register kernel's ideal, at twice the tile kernel's occupancy), ca-AstroPh
+//   (0.95x -> 0.85x) and bcsstk33 (1.08x -> 1.06x);
+// - the 27-point stencil (216 slots a strip): 1.115x tiled (87.0%) against 1.069x (85.0%);
+// - the matrices as they are (1.6K-115K rows): 1.53x with the strip kernels, 1.07x tiled (stop
+//   21, device call 2), the tile kernel's two launches and few warps against one launch: most
+//   take under 6 us.
 inline constexpr std::int64_t cmrs_tile_kernel_rows = std::int64_t{1} << 18;
-inline constexpr std::int64_t cmrs_tile_strip_slots = 128;
-inline cmrs_kernel cmrs_spmv_kernel(const cmrs_params& p, std::int64_t rows, std::int64_t slots) {
-  const std::int64_t strips = p.height > 0 ? cmrs_strips(rows, p.height) : 0;
-  const bool short_strips = slots < cmrs_tile_strip_slots * strips;
-  return cmrs_tile_layout(p) && rows >= cmrs_tile_kernel_rows && short_strips ? cmrs_kernel::tiles
-                                                                             : cmrs_kernel::strips;
+inline cmrs_kernel cmrs_spmv_kernel(const cmrs_params& p, std::int64_t rows) {
+  return cmrs_tile_layout(p) && rows >= cmrs_tile_kernel_rows ? cmrs_kernel::tiles : cmrs_kernel::strips;
 }
 
 // Windows of 128 slots (4 a lane) per tile of the tile kernel (tile_windows).

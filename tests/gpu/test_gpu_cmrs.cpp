@@ -309,7 +309,7 @@ TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
       const cmrs<double> m = cpu::csr_to_cmrs(*a, P(h, 32));
       const auto slots = static_cast<std::int64_t>(m.values.size());
       // The small matrix takes the strip kernels by default: the tile kernel is asked for.
-      const gpu::cmrs_kernel automatic = gpu::cmrs_spmv_kernel(m.params, a->rows, slots);
+      const gpu::cmrs_kernel automatic = gpu::cmrs_spmv_kernel(m.params, a->rows);
       ASSERT_EQ(automatic, a == &small ? gpu::cmrs_kernel::strips : gpu::cmrs_kernel::tiles);
       EXPECT_EQ(gpu::cmrs_tile_windows(slots), a == &small ? 1 : a == &large ? 4 : 2);
       const auto dm = to_device(m);
@@ -326,13 +326,13 @@ TEST(GpuCmrsSpmv, TileKernelOnEmptyRowsSplitStripsAndLongTiles) {
 }
 
 TEST(GpuCmrsSpmv, KernelChoice) {
-  // 2^18 rows of height 4: 65536 strips, the tile kernel below 128 slots a strip.
-  const std::int64_t rows = gpu::cmrs_tile_kernel_rows, below = 128 * 65536 - 1;
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows, below), gpu::cmrs_kernel::tiles);
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows, below + 1), gpu::cmrs_kernel::strips);
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows - 1, 100), gpu::cmrs_kernel::strips);
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32, true), rows, 100), gpu::cmrs_kernel::strips);
-  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(16, 8), rows, 100), gpu::cmrs_kernel::strips);
+  // The tile kernel from 2^18 rows on, however long the strips, in the basic layout in CSR order.
+  const std::int64_t rows = gpu::cmrs_tile_kernel_rows;
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows), gpu::cmrs_kernel::tiles);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(16, 32), std::int64_t{1} << 30), gpu::cmrs_kernel::tiles);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32), rows - 1), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(4, 32, true), rows), gpu::cmrs_kernel::strips);
+  EXPECT_EQ(gpu::cmrs_spmv_kernel(P(16, 8), rows), gpu::cmrs_kernel::strips);
   EXPECT_EQ(gpu::cmrs_tile_windows(0), 1);
   EXPECT_EQ(gpu::cmrs_tile_windows(2 * 128 * 8192 - 1), 1);
   EXPECT_EQ(gpu::cmrs_tile_windows(2 * 128 * 8192), 2);
