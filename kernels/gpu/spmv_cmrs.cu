@@ -384,9 +384,12 @@ __global__ void __launch_bounds__(tile_threads, 8)
   // The row of the previous window's last slot (-1: none yet), its strip and its sum so far.
   I open_row = -1, open_strip = -1;
   V open_sum = V(0);
-  for (U w0 = b0; w0 < b1; w0 += tile_window) {
+  // One window at w0; Whole: a whole window of 16-byte aligned arrays, read as 16-byte words
+  // with no bound checks (a template parameter, so that its code holds no checks at all).
+  const auto window = [&](U w0, auto whole_windows) {
+    constexpr bool Whole = decltype(whole_windows)::value;
     const U e0 = w0 + lane * E;
-    const bool whole = w0 + tile_window <= b1;  // the same in every lane
+    const bool whole = Whole || w0 + tile_window <= b1;  // the same in every lane
     std::uint32_t word[E];
     V v[E], xv[E];
 #pragma unroll
@@ -394,8 +397,8 @@ __global__ void __launch_bounds__(tile_threads, 8)
       word[k] = 0;
       v[k] = V(0);
     }
-    detail::load_run(col_row, e0, b1, aligned && whole, word);
-    detail::load_run(val, e0, b1, aligned && whole, v);
+    detail::load_run(col_row, e0, b1, Whole, word);
+    detail::load_run(val, e0, b1, Whole, v);
     const U own_end = strip_end(cur);
     // Slots past b1 read x[0] (their word is 0; x has a column, as there are slots): their
     // row is -1, whose sums never reach a row (warp_row_sums).
@@ -546,7 +549,11 @@ __global__ void __launch_bounds__(tile_threads, 8)
       open_row = __shfl_sync(full_mask, mine_row, last_lane);
       open_strip = __shfl_sync(full_mask, mine_strip, last_lane);
     }
-  }
+  };
+  U w0 = b0;
+  if (aligned)
+    for (; w0 + tile_window <= b1; w0 += tile_window) window(w0, std::true_type{});
+  for (; w0 < b1; w0 += tile_window) window(w0, std::false_type{});
   // The tile's last row, and the empty rows up to the row of the next tile's first slot.
   if (lane == 0) finish(open_row, open_strip, open_sum);
   const I after = static_cast<I>(last_tile ? m.rows : std::int64_t{f1} * h + (col_row[b1] & (cmrs_max_height - 1)));
