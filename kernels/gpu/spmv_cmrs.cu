@@ -302,11 +302,12 @@ __global__ void __launch_bounds__(block_threads)
 // atomically and empty rows left as tile_rows scaled them. Tile 0 writes the empty rows before
 // the first row with slots, the last tile those after the last.
 // Measured (H100, double, replicated set, geometric mean against cuSPARSE; stop 22, device
-// calls 1-4): 1.106x at stop 21's end (Nsight Compute: 516 warp instructions a 128-slot window
+// calls 1-8): 1.106x at stop 21's end (Nsight Compute: 516 warp instructions a 128-slot window
 // on add32, whose strips of 38 slots mostly took the 32-ends-a-round binary search); 1.117x
 // with the marks; 1.143x with the open row's sum in the first product, the empty rows behind a
 // vote and beta == 0 at compile time; 1.162x (85.2% of copy bandwidth; 311 instructions a
-// window) with the split-strip tests and bound checks out of whole windows. Marks of a byte
+// window) with the split-strip tests and bound checks out of whole windows; 1.171x (85.9%,
+// call 8) with whole windows of aligned arrays on a code path of their own. Marks of a byte
 // (one round of 32 strips at a time) ran 1.150x against 1.165x (call 5); staging every
 // window's rows as the staged kernel does 1.062x against 1.107x (call 1).
 constexpr int tile_lane_slots = detail::coo_per_lane;               // 4
