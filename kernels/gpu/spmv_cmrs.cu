@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(tile_threads, 8)
   const I split_first = at(f0) < b0 || at(f0 + 1) > b1 ? f0 : none;
   const I split_last = f1 >= 0 && (at(f1) < b1 || at(f1 + 1) > b1 + m.tile_items) ? f1 : none;
   const auto split = [&](I s) { return s == split_first || s == split_last; };
-  // Row `row` of strip `s` is complete.
+  // Row `row` is complete: write it, or add it where its strip `s` is split.
   const auto write = [&](I row, V sum) { y[row] = KeepY ? alpha * sum + beta * y[row] : alpha * sum; };
   const auto finish = [&](I row, I s, V sum) {
     if (split(s)) atomicAdd(y + row, alpha * sum);
@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(tile_threads, 8)
     for (int k = 0; k < E; ++k) xv[k] = x[word[k] >> cmrs_row_bits];
     // Each slot's strip: cur plus the number of strip ends at or before it. Where
     // at most 3 strips end inside the window (strips of more than ~40 slots), the first 3 ends
-    // decide; otherwise they are counted in shared memory, 32 strips at a time.
+    // decide; otherwise they mark their positions in shared memory, 32 strips a round.
     I strip[E];
     const U last_slot = min(w0 + tile_window, b1) - 1;
     if (__popc(__ballot_sync(full_mask, own_end <= last_slot)) <= 3) {

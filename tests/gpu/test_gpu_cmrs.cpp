@@ -361,5 +361,6 @@ TEST(GpuCmrsSpmv, RefusesParametersOutsideTheFormat) {
   test::expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "height * modulo = 16");
   bad.params.height = 3;
   bad.params.modulo = 32;
-  test::expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage, "strip_ptr has 4 elements");
+  test::expect_error([&] { gpu::spmv(bad, 1.0, x.data(), 0.0, y.data(), ctx); }, errc::usage,
+                     "strip_ptr has 4 elements");
 }
