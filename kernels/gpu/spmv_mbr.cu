@@ -63,15 +63,34 @@ __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, 
 __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
 
-// Calls f(j) for each set bit j of a row's slice, lowest first (sec. IV-A, fig. 5): the loop
-// runs once per entry and its test is the only condition; j is the column inside the block.
-template <class F>
-__device__ __forceinline__ void for_each_column(std::uint64_t cols, F&& f) {
-  for (; cols; cols &= cols - 1) f(__ffsll(static_cast<long long>(cols)) - 1);
+// The lowest set bit of a row's slice: the column inside the block of its first entry (sec.
+// IV-A, fig. 5: find-first-set; clearing it, cols & (cols - 1), moves to the next entry).
+__device__ __forceinline__ int lowest_column(std::uint64_t cols) { return __ffsll(static_cast<long long>(cols)) - 1; }
+__device__ __forceinline__ int lowest_column(std::uint32_t cols) { return __ffs(static_cast<int>(cols)) - 1; }
+
+// Calls f(j) for each set bit j of a row's slice, lowest first: the loop runs once per entry
+// and its test is the only condition; j is the column inside the block.
+template <class Cols, class F>
+__device__ __forceinline__ void for_each_column(Cols cols, F&& f) {
+  for (; cols; cols &= cols - 1) f(lowest_column(cols));
 }
-template <class F>
-__device__ __forceinline__ void for_each_column(std::uint32_t cols, F&& f) {
-  for (; cols; cols &= cols - 1) f(__ffs(static_cast<int>(cols)) - 1);
+
+// The sum of a run's products (cols != 0: its columns; vp: its values; xb: x at the block's
+// first column), in column order, an entry ahead: each step loads the next entry's value and
+// x before it multiplies the entry before, so that a lane has two entries' loads in flight
+// where a step per entry waits for each entry's loads in turn. Same products, same order of
+// additions as for_each_column.
+template <class Cols, class V>
+__device__ __forceinline__ V run_sum(Cols cols, const V* __restrict__ vp, const V* __restrict__ xb) {
+  V a = *vp, b = xb[lowest_column(cols)];
+  V sum = V(0);
+  for (cols &= cols - 1; cols; cols &= cols - 1) {
+    const V a_next = *++vp, b_next = xb[lowest_column(cols)];
+    sum += a * b;
+    a = a_next;
+    b = b_next;
+  }
+  return sum + a * b;
 }
 
 // Y[:, 0:K] = alpha * A * X[:, 0:K] + beta * Y[:, 0:K], X and Y row-major with leading
@@ -207,7 +226,8 @@ constexpr int tile_warps = tile_threads / warp_size;
 // warp's slots (lane and row; block order, then row order, which is the values' order), and a
 // lane per run then sums its slice: its set bits, lowest first, are its columns (sec. IV-A),
 // its values follow the block's bits below the slice, and its block's column, bitmap and first
-// value come from the block's lane by shuffles. The run's sum goes to its own cell
+// value come from the block's lane by shuffles (the sum taken an entry ahead, run_sum: the
+// loop was latency-bound, specs/formats/mbr.md). The run's sum goes to its own cell
 // sums[block's lane][row] in shared memory: no lane keeps the sums of a block row, so a window
 // may hold parts of many block rows, and runs of empty rows take no lane (a lane per block and
 // row would idle on graph-like matrices, where most slices are empty). Then the window's
@@ -302,10 +322,7 @@ __global__ void __launch_bounds__(tile_threads)
       if (live) {
         const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, c);
         const V* xb = x + static_cast<std::int64_t>(block_col) * c;
-        const V* vp = values + v0 + block_first + part.before;
-        V sum = V(0);
-        for_each_column(static_cast<Cols>(part.cols), [&](int j) { sum += *vp++ * xb[j]; });
-        sums[owner][i] = sum;
+        sums[owner][i] = run_sum(static_cast<Cols>(part.cols), values + v0 + block_first + part.before, xb);
       }
     }
     __syncwarp();  // (a window without values has no chunk)
