@@ -6,8 +6,11 @@
 //      memory; patterns split into partitions where they are too many), +0.0 credited with
 //      the padding entries; the distinct patterns with their counts are sorted
 //      by pattern, then stably by count descending: the first min(256, distinct) are the
-//      canonical table. A matrix with too many distinct patterns for the hash table takes
-//      a radix sort of all the values instead (sorted_value_table);
+//      canonical table. A matrix with too many distinct patterns for one count first looks
+//      for a chunk that a table could cover at all (find_coverable_chunk): where there is
+//      none, no table is stored and none is made; otherwise the count is redone in
+//      partitions, and past those (or past the global table) a radix sort of all the values
+//      counts (sorted_value_table);
 //   3. per chunk (one warp): rows, column range, padding and table coverage -> the format
 //      code, baselines and blob size; the sizes are scanned into chunk_ptr;
 //   4. per chunk (one warp): the blob, every byte of it, filler included.
@@ -79,6 +82,7 @@ enum info_word : int {
   info_full,          // nonzero: a block's shared table was full; counted again, in more partitions
   info_special,       // count of the all-ones pattern, which marks empty slots
   info_any_lut,       // nonzero: some chunk uses the table
+  info_coverable,     // nonzero: some chunk holds at most ccoo_table_capacity distinct patterns
   info_blob_bytes,    // chunk_ptr[chunks]
   info_words
 };
@@ -534,6 +538,71 @@ __global__ void __launch_bounds__(block_threads)
   if (covered) info[info_any_lut] = 1;  // every writer stores the same value
 }
 
+// Whether some chunk could use a value table at all (Sect. 2: a chunk takes table indices only
+// if every value field of it is in the table, which holds at most ccoo_table_capacity
+// patterns): one whose value fields, padding (+0.0) included, hold at most that many distinct
+// patterns. Where no chunk can, no table is stored whatever the counts (the CPU leaves
+// `table` empty when no chunk uses it), so a matrix whose patterns are too many to count in
+// the hash tables needs no exact count (the sort route) either. A warp per chunk: the chunk's
+// stored values are one stretch of the CSR values (its groups' entries in order, from its
+// first group's first entry to the next chunk's), read 32 at a time (coalesced) into a set in
+// shared memory; the warp stops once it has met more patterns than a table holds (after about
+// ccoo_table_capacity values where values are all distinct), or once any warp has found a
+// chunk. Sets info[info_coverable]. Every chunk holds more value fields than a table (the host
+// answers for a last chunk of fewer, and every chunk but the last has B*K).
+constexpr int set_log2 = 9;  // 512 slots: at most 256 patterns and a round of 32 more, load < 0.6
+template <class B>
+__global__ void __launch_bounds__(block_threads)
+    find_coverable_chunk(source<B> m, const I* chunk_row, unsigned long long* info) {
+  __shared__ B sets[chunk_warps][1 << set_log2];
+  const int lane = threadIdx.x % 32;
+  const std::int64_t c = std::int64_t{blockIdx.x} * chunk_warps + threadIdx.x / 32;
+  // Once one warp has found a chunk, the others stop at the end of their round (the flag is
+  // read at its start, so that the load's latency passes with the round's own).
+  const auto flag = [&] {
+    return lane == 0 && *static_cast<volatile unsigned long long*>(info + info_coverable) != 0 ? 1 : 0;
+  };
+  const auto found = [&](int read) { return __shfl_sync(full_warp, read, 0) != 0; };
+  if (c >= m.chunks || found(flag())) return;
+  const auto first_entry = [&](std::int64_t chunk) -> std::int64_t {
+    if (chunk == m.chunks) return m.row_ptr[m.rows];
+    const std::int64_t r = chunk_row[chunk];  // the row of the chunk's first group
+    return m.row_ptr[r] + (chunk * m.b - m.group_start[r]) * m.k;
+  };
+  const std::int64_t e0 = first_entry(c), stored = first_entry(c + 1) - e0;
+  const std::int64_t fields = min(static_cast<std::int64_t>(m.b), m.groups - c * m.b) * m.k;
+  B* const set = sets[threadIdx.x / 32];
+  for (int i = lane; i < (1 << set_log2); i += 32) set[i] = empty_key<B>;
+  __syncwarp();
+  // Position 0 is +0.0 when the chunk has padding; the stored values follow.
+  const std::int64_t pad = stored < fields ? 1 : 0, n = stored + pad;
+  int distinct = 0;
+  bool ones = false;  // the all-ones pattern (it marks empty slots) was met
+  for (std::int64_t p0 = 0; p0 < n; p0 += 32) {
+    const int stop = flag();
+    const std::int64_t p = p0 + lane;
+    const B key = p >= n ? empty_key<B> : p < pad ? B(0) : m.values[e0 + p - pad];
+    bool added = false;
+    if (p < n && key != empty_key<B>) {
+      const unsigned mask = (1u << set_log2) - 1;
+      for (unsigned i = slot_of(key, set_log2);; i = (i + 1) & mask) {
+        const B old = atomic_cas(set + i, empty_key<B>, key);
+        if (old == empty_key<B> || old == key) {
+          added = old == empty_key<B>;
+          break;
+        }
+      }
+    }
+    distinct += __popc(__ballot_sync(full_warp, added));
+    if (!ones && __any_sync(full_warp, p < n && key == empty_key<B>)) {
+      ones = true;
+      ++distinct;
+    }
+    if (distinct > ccoo_table_capacity || found(stop)) return;  // the whole warp
+  }
+  if (lane == 0) info[info_coverable] = 1;
+}
+
 // Step 4: row offsets, pad bitmap, column offsets, values (Sect. 2, Fig. 2), and the zero
 // filler, so the blob needs no clearing. Lane l handles entries l, l + 32, ...: the CSR reads
 // and the blob writes of a warp are contiguous. The pad bitmap bytes are shared by
@@ -657,9 +726,10 @@ struct value_table_result {
 };
 
 // The canonical value table by sorting every value (for matrices whose distinct patterns
-// overflow the hash tables, global or shared in every partition): radix sort of the bit patterns, run-length encoding (cub), +0.0
-// credited with the `pads` padding entries, then a stable descending radix sort of the
-// counts, which keeps equal counts in ascending bit order.
+// overflow the hash tables, global or shared in every partition, and where some chunk could
+// use a table): radix sort of the bit patterns, run-length encoding (cub), +0.0 credited with
+// the `pads` padding entries, then a stable descending radix sort of the counts, which keeps
+// equal counts in ascending bit order.
 template <class V>
 value_table_result<ccoo_bits<V>> sorted_value_table(const csr<V, I, device>& a, std::int64_t pads, gpu_context& ctx) {
   using B = ccoo_bits<V>;
@@ -785,6 +855,31 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   constexpr std::int64_t tile = std::int64_t{count_threads} * count_items;
   const auto count_blocks = static_cast<unsigned>(std::clamp<std::int64_t>((nnz + tile - 1) / tile, 1, sms));
   std::array<std::uint64_t, info_words> h{};
+  // The chunks, once the group count is back: their number and baseline rows.
+  constexpr std::int64_t int32_limit = std::numeric_limits<std::int32_t>::max();
+  std::int64_t total_groups = 0, entries = 0, chunks = 0;
+  bool laid_out = false;
+  const auto lay_out = [&] {
+    total_groups = static_cast<std::int64_t>(h[info_total_groups]);
+    entries = total_groups * nk;
+    if (entries > int32_limit)
+      fail(errc::unsupported, "ccoo: " + std::to_string(entries) +
+                                  " entries after padding every row to a multiple of chunk_k = " + std::to_string(nk) +
+                                  " exceed the 32-bit entry count (at most " + std::to_string(int32_limit) +
+                                  "); use a smaller chunk_k");
+    chunks = (total_groups + nb - 1) / nb;
+    out.chunk_row.resize(chunks);
+    chunk_rows<<<launch_blocks(chunks, block_threads), block_threads, 0, s>>>(group_start.data(), rows, nb, chunks,
+                                                                              out.chunk_row.data());
+    check_launch("finding the baseline rows");
+    laid_out = true;
+  };
+  const auto matrix = [&] {
+    return source<B>{a.row_ptr.data(), a.col_idx.data(), values, group_start.data(), rows, total_groups, chunks,
+                     static_cast<int>(nb), static_cast<int>(nk)};
+  };
+  const auto chunk_blocks = [&] { return static_cast<unsigned>((chunks + chunk_warps - 1) / chunk_warps); };
+  bool coverable = true;  // some chunk could use a table (find_coverable_chunk)
   for (int partitions = 1;; partitions *= 2) {
     check_cuda(cudaMemsetAsync(info.data(), 0, info_words * sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: clearing");
     check_cuda(cudaMemsetAsync(keys.data(), 0xFF, slots * sizeof(B), s),
@@ -798,27 +893,42 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
                                                                                       found_counts.data());
     check_launch("collecting the distinct values");
     h = read_info(info, ctx);
+    if (partitions == 1 && (h[info_full] != 0 || h[info_overflow] != 0)) {
+      // Too many patterns for one count: before counting them again, or sorting them all,
+      // find out whether any chunk could use the table that the counts would give.
+      // A chunk of at most ccoo_table_capacity value fields could be covered whatever its
+      // values; only the last chunk can have fewer than B*K. It is found before the kernel,
+      // which would otherwise read every other chunk before reaching the last.
+      lay_out();
+      coverable = (total_groups - (chunks - 1) * nb) * nk <= static_cast<std::int64_t>(ccoo_table_capacity);
+      if (!coverable) {
+        find_coverable_chunk<B><<<chunk_blocks(), block_threads, 0, s>>>(matrix(), out.chunk_row.data(), table.info);
+        check_launch("looking for chunks a table could cover");
+        coverable = read_info(info, ctx)[info_coverable] != 0;
+      }
+      if (!coverable) break;
+    }
     if (h[info_full] == 0 || partitions == max_partitions) break;
   }
-
-  const auto total_groups = static_cast<std::int64_t>(h[info_total_groups]), entries = total_groups * nk;
-  constexpr std::int64_t int32_limit = std::numeric_limits<std::int32_t>::max();
-  if (entries > int32_limit)
-    fail(errc::unsupported, "ccoo: " + std::to_string(entries) +
-                                " entries after padding every row to a multiple of chunk_k = " + std::to_string(nk) +
-                                " exceed the 32-bit entry count (at most " + std::to_string(int32_limit) +
-                                "); use a smaller chunk_k");
-  const std::int64_t chunks = (total_groups + nb - 1) / nb;
+  if (!laid_out) lay_out();
   const std::int64_t counts_host[2] = {entries, nnz};
   out.counts.upload(counts_host, 2);
 
-  // The canonical table (ccoo_value_table), as bit patterns on the device in table order.
+  // The canonical table (ccoo_value_table), as bit patterns on the device in table order;
+  // check_values: whether a chunk must read its values to know if the table covers it (the
+  // table does not hold every distinct pattern). Where no chunk can be covered, no table is
+  // made (neither branch): each chunk then misses at its first value.
   device_array<B> table_bits;
-  std::int64_t distinct = 0;
-  if (h[info_overflow] == 0 && h[info_full] == 0) {
+  int table_size = 0;
+  bool check_values = true;
+  const auto take = [&](std::int64_t distinct) {
+    table_size = static_cast<int>(std::min<std::int64_t>(distinct, ccoo_table_capacity));
+    check_values = distinct > static_cast<std::int64_t>(ccoo_table_capacity);
+  };
+  if (coverable && h[info_overflow] == 0 && h[info_full] == 0) {
     // By pattern, then stably by count descending: equal counts keep the ascending pattern
     // order, the table's tie rule.
-    distinct = static_cast<std::int64_t>(h[info_distinct]);
+    const auto distinct = static_cast<std::int64_t>(h[info_distinct]);
     device_array<B> bits_by_pattern(distinct);
     device_array<std::uint32_t> counts_by_pattern(distinct), counts_sorted(distinct);
     table_bits.resize(distinct);
@@ -837,12 +947,12 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
                                                          counts_sorted.data(), bits_by_pattern.data(),
                                                          table_bits.data(), distinct, 0, 32, s),
                "gpu::csr_to_ccoo: count sort");
-  } else {
+    take(distinct);
+  } else if (coverable) {
     const value_table_result<B> r = sorted_value_table(a, entries - nnz, ctx);
-    distinct = r.distinct;
     table_bits.upload(r.table.data(), r.table.size());
+    take(r.distinct);
   }
-  const int table_size = static_cast<int>(std::min<std::int64_t>(distinct, ccoo_table_capacity));
   const int lookup_log2 = lookup_log2_slots(table_size);
   device_array<B> lookup_keys(std::size_t{1} << lookup_log2);
   device_array<std::int16_t> lookup_index(std::size_t{1} << lookup_log2);
@@ -851,24 +961,17 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   check_launch("indexing the value table");
   const lookup<B> index{lookup_keys.data(), lookup_index.data(), lookup_log2};
 
-  // 3. Baseline rows, then format codes, baseline columns and blob sizes; chunk_ptr by an
-  // inclusive scan behind a 0. When the table holds every distinct pattern, every chunk is
-  // covered without reading a value.
-  const source<B> m{a.row_ptr.data(), a.col_idx.data(), values, group_start.data(), rows, total_groups, chunks,
-                    static_cast<int>(nb), static_cast<int>(nk)};
+  // 3. Format codes, baseline columns and blob sizes (the baseline rows came with the chunk
+  // count); chunk_ptr by an inclusive scan behind a 0. When the table holds every distinct
+  // pattern, every chunk is covered without reading a value.
+  const source<B> m = matrix();
   out.chunk_format.resize(chunks);
-  out.chunk_row.resize(chunks);
   out.chunk_col.resize(chunks);
   out.chunk_ptr.resize(chunks + 1);
   device_array<std::uint64_t> sizes(chunks);
-  chunk_rows<<<launch_blocks(chunks, block_threads), block_threads, 0, s>>>(group_start.data(), rows, nb, chunks,
-                                                                            out.chunk_row.data());
-  check_launch("finding the baseline rows");
-  const auto chunk_blocks = static_cast<unsigned>((chunks + chunk_warps - 1) / chunk_warps);
-  const bool check_values = distinct > static_cast<std::int64_t>(ccoo_table_capacity);
-  chunk_codes<V><<<chunk_blocks, block_threads, 0, s>>>(m, index, check_values, out.chunk_row.data(),
-                                                        out.chunk_format.data(), out.chunk_col.data(), sizes.data(),
-                                                        table.info);
+  chunk_codes<V><<<chunk_blocks(), block_threads, 0, s>>>(m, index, check_values, out.chunk_row.data(),
+                                                          out.chunk_format.data(), out.chunk_col.data(), sizes.data(),
+                                                          table.info);
   check_launch("choosing the chunk formats");
   check_cuda(cudaMemsetAsync(out.chunk_ptr.data(), 0, sizeof(std::uint64_t), s), "gpu::csr_to_ccoo: chunk_ptr[0]");
   check_cuda(cub::DeviceScan::InclusiveSum(nullptr, bytes, sizes.data(), out.chunk_ptr.data() + 1, chunks, s),
@@ -884,7 +987,7 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   // 4. The blobs, and the table when a chunk uses it.
   const bool table_used = h[info_any_lut] != 0;
   out.blob.resize(h[info_blob_bytes]);
-  chunk_blobs<V><<<chunk_blocks, block_threads, 0, s>>>(m, index, table_used, out.chunk_format.data(),
+  chunk_blobs<V><<<chunk_blocks(), block_threads, 0, s>>>(m, index, table_used, out.chunk_format.data(),
                                                         out.chunk_row.data(), out.chunk_col.data(),
                                                         out.chunk_ptr.data(), out.blob.data());
   check_launch("writing the blobs");

@@ -1,8 +1,8 @@
 // CCOO on the GPU: CSR <-> CCOO conversions byte for byte against the CPU converters (both
 // directions, generated and real matrices, automatic and explicit chunk sizes, special
-// values, value table and direct chunks, every column width, row offset 255, refusals), and
-// the chunk SpMV kernel against the CSR reference. Every test skips on a machine without a
-// GPU.
+// values, value table and direct chunks, no table where no chunk could use one, every column
+// width, row offset 255, refusals), and the chunk SpMV kernel against the CSR reference.
+// Every test skips on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -154,16 +155,73 @@ TEST(GpuCcooConvert, MixesTableAndDirectChunks) {
   check_both_types(a, {1, 1}, ctx);
 }
 
-// More distinct values (2.9M random doubles) than the converter's hash table counts (2^21
-// slots): the value table comes from the radix-sort route, which must give the same table.
+// 2.9M random doubles, one in 7 replaced by one of 5 frequent values: more distinct patterns
+// than one count takes (and than the global hash table's 2^21 slots), and every chunk of 1024
+// value fields holds ~880 of them, more than a table (256): no chunk could use any table, so
+// the converter skips the count and stores none, as the CPU (which counts) does.
+TEST(GpuCcooConvert, NoChunkATableCouldCoverStoresNoTable) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  auto a = test::random_csr(4000, 4000, 800.0, 3);
+  ASSERT_GT(a.nnz(), std::int64_t{1} << 21);
+  for (std::size_t k = 0; k < a.values.size(); k += 7) a.values[k] = static_cast<double>(k % 5);
+  check_both_types(a, {256, 4}, ctx);
+  EXPECT_TRUE(cpu::csr_to_ccoo(a, {256, 4}).table.empty());
+}
+
+// The same matrix with its first 300 rows made of the frequent values only: their chunks are
+// covered by the table, so its exact order matters, and the patterns overflow the global hash
+// table (2^21 slots): the radix-sort route counts them and must give the CPU's table.
 TEST(GpuCcooConvert, ManyDistinctValuesTakeTheSortRoute) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   auto a = test::random_csr(4000, 4000, 800.0, 3);
   ASSERT_GT(a.nnz(), std::int64_t{1} << 21);
-  // A few frequent values among the unique ones, so that the table's order matters.
   for (std::size_t k = 0; k < a.values.size(); k += 7) a.values[k] = static_cast<double>(k % 5);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(a.row_ptr[300]); ++k) a.values[k] = static_cast<double>(k % 5);
   check_conversions(a, {256, 4}, ctx);
+  EXPECT_FALSE(cpu::csr_to_ccoo(a, {256, 4}).table.empty());
+}
+
+namespace {
+
+// Chunks of 1024 value fields (rows of 4 entries, chunk 256 x 4, no padding), then
+// `extra_rows` rows in a last, partial chunk; chunk c cycles through 257 patterns
+// 1000 (c + 1) + 0, 1, ..., chunk 0 through `chunk0_distinct` patterns 1, 2, ... (the smallest
+// patterns, 4 of each). 8K chunks of 257 patterns: too many to count at once.
+csr<double, std::int32_t> chunks_of_patterns(std::int64_t chunks, std::int64_t extra_rows, int chunk0_distinct) {
+  csr<double, std::int32_t> a;
+  a.rows = chunks * 256 + extra_rows;
+  a.cols = 1 << 16;
+  a.row_ptr.resize(static_cast<std::size_t>(a.rows) + 1);
+  for (std::int64_t r = 0; r <= a.rows; ++r) a.row_ptr[r] = static_cast<std::int32_t>(4 * r);
+  a.col_idx.resize(static_cast<std::size_t>(4 * a.rows));
+  a.values.resize(a.col_idx.size());
+  for (std::int64_t e = 0; e < 4 * a.rows; ++e) {
+    const std::int64_t c = e / 1024, i = e % 1024;
+    a.col_idx[e] = static_cast<std::int32_t>(e / 4 * 28 % (a.cols - 4) + e % 4);  // increasing in a row
+    a.values[e] = c == 0 ? static_cast<double>(1 + i % chunk0_distinct) : static_cast<double>(1000 * (c + 1) + i % 257);
+  }
+  return a;
+}
+
+}  // namespace
+
+// The bounds of find_coverable_chunk: chunks of 257 distinct patterns, one more than a table
+// holds, are never covered (no table, no count); chunk 0 with 256 of the smallest patterns, as
+// frequent as any, is covered by the exact table (counted on the sort route); a last chunk of
+// 64 rows (256 value fields) could be covered whatever its values, so the table is counted
+// (sort route), and comes out unused.
+TEST(GpuCcooConvert, ChunksOf256And257DistinctPatterns) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  using want = std::tuple<int, std::int64_t, std::size_t>;  // chunk 0's patterns, rows more, table size
+  for (const auto& [first, extra, table] : {want{257, 0, 0}, want{256, 0, 256}, want{257, 64, 0}}) {
+    SCOPED_TRACE("chunk 0 with " + std::to_string(first) + " patterns, " + std::to_string(extra) + " rows more");
+    const auto a = chunks_of_patterns(8192, extra, first);
+    check_both_types(a, {256, 4}, ctx);
+    EXPECT_EQ(cpu::csr_to_ccoo(a, {256, 4}).table.size(), table);
+  }
 }
 
 namespace {
