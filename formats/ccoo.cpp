@@ -266,20 +266,42 @@ void validate(const ccoo<V, I, host>& m) {
     invalid(n, "counts[1] = " + str(m.counts[1]) + ", but the chunks hold " + str(stored) + " stored entries");
 
   // ---- the value table and its use ------------------------------------------------
+  // A direct chunk's value fields (padding included, stored as +0.0) and their count.
+  const auto direct_values = [&](std::int64_t c) {
+    const std::int64_t e_count = std::min(chunk_entries, entries - c * chunk_entries);
+    const ccoo_layout l = ccoo_chunk_layout(e_count, static_cast<std::int32_t>(nk), m.chunk_format[c], sizeof(V));
+    return std::pair{m.blob.data() + m.chunk_ptr[c] + l.values, e_count};
+  };
+  const bool any_lut = std::any_of(m.chunk_format.begin(), m.chunk_format.end(),
+                                   [](std::uint8_t code) { return (code & ccoo_code::lut) != 0; });
+  const auto table_size_is = [&](std::size_t want_size) {
+    if (m.table.size() != want_size)
+      invalid(n, "table has " + str(m.table.size()) + " values, the canonical table has " + str(want_size) +
+                     (any_lut ? "" : " (no chunk uses it)"));
+  };
+  // Without table chunks, and where no chunk holds at most ccoo_table_capacity distinct
+  // patterns (ccoo_chunk_patterns), no table could cover a chunk: it must be empty, and the
+  // canonical one need not be counted. The first chunk that fits ends the search.
+  const auto fits = [&](std::int64_t c) {
+    const auto [vals, e_count] = direct_values(c);
+    ccoo_chunk_patterns<B> seen;
+    for (std::int64_t e = 0; e < e_count; ++e)
+      if (!seen.add(ccoo_load<B>(vals + e * sizeof(V)))) return false;
+    return true;
+  };
+  bool coverable = any_lut;
+  for (std::int64_t c = 0; c < chunks && !coverable; ++c) coverable = fits(c);
+  if (!coverable) {
+    table_size_is(0);
+    return;
+  }
   const array<V> full = ccoo_value_table(values.data(), stored, pads_total);
   std::vector<B> sorted_bits(full.size());
   for (std::size_t i = 0; i < full.size(); ++i) sorted_bits[i] = std::bit_cast<B>(full[i]);
   std::sort(sorted_bits.begin(), sorted_bits.end());
-  bool any_lut = false;
   for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::uint8_t code = m.chunk_format[c];
-    if (code & ccoo_code::lut) {
-      any_lut = true;
-      continue;
-    }
-    const std::int64_t e_count = std::min(chunk_entries, entries - c * chunk_entries);
-    const ccoo_layout l = ccoo_chunk_layout(e_count, static_cast<std::int32_t>(nk), code, sizeof(V));
-    const std::uint8_t* vals = m.blob.data() + m.chunk_ptr[c] + l.values;
+    if (m.chunk_format[c] & ccoo_code::lut) continue;
+    const auto [vals, e_count] = direct_values(c);
     bool covered = true;
     for (std::int64_t e = 0; e < e_count && covered; ++e)
       covered = std::binary_search(sorted_bits.begin(), sorted_bits.end(), ccoo_load<B>(vals + e * sizeof(V)));
@@ -287,9 +309,7 @@ void validate(const ccoo<V, I, host>& m) {
       invalid(n, "chunk " + str(c) + ": stores its values directly although the value table holds all of them");
   }
   const std::size_t want_size = any_lut ? full.size() : 0;
-  if (m.table.size() != want_size)
-    invalid(n, "table has " + str(m.table.size()) + " values, the canonical table has " + str(want_size) +
-                   (any_lut ? "" : " (no chunk uses it)"));
+  table_size_is(want_size);
   for (std::size_t i = 0; i < want_size; ++i)
     if (std::bit_cast<B>(m.table[i]) != std::bit_cast<B>(full[i]))
       invalid(n, "table[" + str(i) +

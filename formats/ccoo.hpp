@@ -15,6 +15,7 @@
 // the 256 most frequent values. A per-chunk pad bitmap marks the padding entries so that
 // they never mix with stored zeros (CSR round trips are exact).
 #pragma once
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -117,6 +118,39 @@ inline bool ccoo_is_pad(const std::uint8_t* bitmap, std::int64_t e) {
 // The bit pattern a value is counted and compared by (so -0.0 != 0.0, NaNs by payload).
 template <class V>
 using ccoo_bits = std::conditional_t<sizeof(V) == 8, std::uint64_t, std::uint32_t>;
+
+// Whether one chunk's value fields (padding as +0.0), fed one by one, hold at most
+// ccoo_table_capacity distinct bit patterns: only such a chunk can take table indices (Sect.
+// 2: a chunk uses the table only if every value field of it is in the table). Where no chunk
+// is such, the canonical table goes unused and `table` is empty whatever the counts, so
+// csr_to_ccoo and validate() need not count the values (ccoo_value_table); the GPU converter
+// asks the same of each chunk (find_coverable_chunk, convert/gpu/csr_to_ccoo.cu).
+template <class B>
+class ccoo_chunk_patterns {
+ public:
+  // Counts the pattern; false once more than ccoo_table_capacity patterns were met (and from
+  // then on, without looking at the pattern).
+  bool add(B bits) {
+    if (distinct_ > ccoo_table_capacity) return false;
+    for (std::size_t i = static_cast<std::size_t>((std::uint64_t{bits} * 0x9E3779B97F4A7C15ull) >> (64 - log2_slots));;
+         i = (i + 1) & (slots - 1)) {
+      if (!used_[i]) {
+        used_[i] = true;
+        keys_[i] = bits;
+        return ++distinct_ <= ccoo_table_capacity;
+      }
+      if (keys_[i] == bits) return true;
+    }
+  }
+
+ private:
+  static constexpr int log2_slots = 9;
+  static constexpr std::size_t slots = std::size_t{1} << log2_slots;  // at most 257 in use
+  static_assert(slots >= 2 * ccoo_table_capacity);
+  std::array<B, slots> keys_{};
+  std::array<bool, slots> used_{};
+  std::size_t distinct_ = 0;
+};
 
 template <class V, class I = std::int32_t, class Space = host>
 struct ccoo {

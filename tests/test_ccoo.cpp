@@ -139,6 +139,29 @@ TEST(CcooRoundTrip, MixesTableAndDirectChunks) {
   EXPECT_EQ(m.table.size(), ccoo_table_capacity);
 }
 
+// Chunks of 1024 value fields (rows of 4 entries, chunk 256 x 4): chunk c cycles through 257
+// patterns 1000 (c + 1) + 0, 1, ...; chunk 0 through `first` patterns 1, 2, ... (the smallest,
+// 4 of each). A table covers a chunk only if the chunk holds at most 256 patterns: with 257
+// in every chunk no table is stored (and none is counted, ccoo_chunk_patterns); with 256 in
+// chunk 0, as frequent as any and the smallest, the table is those 256 and chunk 0 uses it.
+TEST(CcooRoundTrip, ChunksOf256And257DistinctValues) {
+  for (const int first : {257, 256}) {
+    SCOPED_TRACE(first);
+    row_list rows(4 * 256);
+    for (int e = 0; e < 4 * 1024; ++e) {
+      const int c = e / 1024, i = e % 1024;
+      rows[e / 4].push_back({e % 4, c == 0 ? 1.0 + i % first : 1000.0 * (c + 1) + i % 257});
+    }
+    const auto a = from_rows(4, rows);
+    const auto m = cpu::csr_to_ccoo(a, {256, 4});
+    validate(m);
+    EXPECT_TRUE(equal(cpu::ccoo_to_csr(m), a));
+    EXPECT_EQ(m.table.size(), first == 256 ? ccoo_table_capacity : 0u);
+    EXPECT_EQ((code(m, 0) & ccoo_code::lut) != 0, first == 256);
+    for (std::size_t c = 1; c < m.chunk_format.size(); ++c) EXPECT_FALSE(code(m, c) & ccoo_code::lut) << c;
+  }
+}
+
 TEST(CcooRoundTrip, ColumnOffsetWidths) {
   // One chunk per row: offsets up to 200 (8 bits), 60000 (16 bits), 199999 (32 bits).
   auto a = from_rows(200000, {{{7, 1.0}, {207, 2.0}}, {{0, 3.0}, {60000, 4.0}}, {{0, 5.0}, {199999, 6.0}}});

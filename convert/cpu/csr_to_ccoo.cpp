@@ -8,9 +8,11 @@
 // The value table (ccoo_value_table's canonical table, formats/ccoo.hpp) is computed here
 // from exact counts in hash tables (value_table below) rather than by sorting every value,
 // and table indices are found in a small hash table of the at most 256 table values, once
-// per entry (pass 1 keeps them for pass 2).
+// per entry (pass 1 keeps them for pass 2). A matrix none of whose chunks holds 256 or fewer
+// distinct values (random values) cannot use a table: it is then not counted at all.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -388,12 +390,6 @@ ccoo<V> csr_to_ccoo(const csr<V, I>& a, const ccoo_params& requested) {
   const std::int64_t groups = entries / nk;
   const std::int64_t chunks = (groups + nb - 1) / nb;
 
-  // The value table (Sect. 2 LUT) over every value field, padding zeros included, and a
-  // lookup by bit pattern.
-  array<V> table = value_table(a.values.data(), nnz, entries - nnz);
-  const table_index<B> index_of(table.data(), table.size());
-  const int zero_index = index_of(B(0));
-
   // Calls f(r, i0, i1, e0) for the rows of chunk c in order: positions [i0, i1) of row r
   // (those below the row's length are stored entries, the rest its padding, which follows
   // them), the first of them entry e0 of the chunk.
@@ -410,6 +406,30 @@ ccoo<V> csr_to_ccoo(const csr<V, I>& a, const ccoo_params& requested) {
   const I* const col = a.col_idx.data();
   const V* const val = a.values.data();
 
+  // Whether some chunk holds at most ccoo_table_capacity distinct patterns among its value
+  // fields (ccoo_chunk_patterns), the only chunks a table can cover; the workers stop once one
+  // has found such a chunk. Where none does, the table goes unused, and is not counted.
+  std::atomic<bool> coverable{false};
+  parallel_for(chunks, 16, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1 && !coverable.load(std::memory_order_relaxed); ++c) {
+      ccoo_chunk_patterns<B> seen;
+      bool fits = true;
+      segments(c, [&](std::int64_t r, std::int64_t i0, std::int64_t i1, std::int64_t) {
+        const std::int64_t len = a.row_ptr[r + 1] - a.row_ptr[r];
+        for (std::int64_t k = a.row_ptr[r] + i0; k < a.row_ptr[r] + std::min(i1, len) && fits; ++k)
+          fits = seen.add(std::bit_cast<B>(val[k]));
+        if (i1 > len) fits = fits && seen.add(B(0));  // padding: +0.0
+      });
+      if (fits) coverable.store(true, std::memory_order_relaxed);
+    }
+  });
+
+  // The value table (Sect. 2 LUT) over every value field, padding zeros included, and a
+  // lookup by bit pattern.
+  array<V> table = coverable ? value_table(a.values.data(), nnz, entries - nnz) : array<V>{};
+  const table_index<B> index_of(table.data(), table.size());
+  const int zero_index = index_of(B(0));
+
   // Pass 1: each chunk's baselines and format code (Sect. 2, Table 1: one code per chunk).
   // Columns increase along a row, so a row's smallest and largest column in the chunk are
   // those of its first and last stored entry there. The table indices found on the way are
@@ -422,7 +442,7 @@ ccoo<V> csr_to_ccoo(const csr<V, I>& a, const ccoo_params& requested) {
   parallel_for(chunks, 16, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       std::int64_t first_row = -1, last_row = -1, min_col = -1, max_col = -1;
-      bool padded = false, covered = true;
+      bool padded = false, covered = !table.empty();  // without a table, `slot` is empty too
       segments(c, [&](std::int64_t r, std::int64_t i0, std::int64_t i1, std::int64_t e0) {
         if (e0 == 0) first_row = r;
         last_row = r;
