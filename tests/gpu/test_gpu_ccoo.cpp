@@ -155,30 +155,39 @@ TEST(GpuCcooConvert, MixesTableAndDirectChunks) {
   check_both_types(a, {1, 1}, ctx);
 }
 
-// 2.9M random doubles, one in 7 replaced by one of 5 frequent values: more distinct patterns
-// than one count takes (and than the global hash table's 2^21 slots), and every chunk of 1024
-// value fields holds ~880 of them, more than a table (256): no chunk could use any table, so
-// the converter skips the count and stores none, as the CPU (which counts) does.
+namespace {
+
+// 2.9M random doubles, one in 7 replaced by one of 5 frequent values (0..4), and the first
+// `frequent_rows` rows made of those only: more distinct patterns than one count takes (and
+// than the global hash table's 2^21 slots).
+csr<double, std::int32_t> mostly_distinct(std::int64_t frequent_rows) {
+  auto a = test::random_csr(4000, 4000, 800.0, 3);
+  for (std::size_t k = 0; k < a.values.size(); ++k)
+    if (k % 7 == 0 || k < static_cast<std::size_t>(a.row_ptr[frequent_rows])) a.values[k] = static_cast<double>(k % 5);
+  return a;
+}
+
+}  // namespace
+
+// Every chunk of 1024 value fields holds ~880 distinct patterns, more than a table (256): no
+// chunk could use any table, so the converter skips the count and stores none, as the CPU
+// does.
 TEST(GpuCcooConvert, NoChunkATableCouldCoverStoresNoTable) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
-  auto a = test::random_csr(4000, 4000, 800.0, 3);
+  const auto a = mostly_distinct(0);
   ASSERT_GT(a.nnz(), std::int64_t{1} << 21);
-  for (std::size_t k = 0; k < a.values.size(); k += 7) a.values[k] = static_cast<double>(k % 5);
   check_both_types(a, {256, 4}, ctx);
   EXPECT_TRUE(cpu::csr_to_ccoo(a, {256, 4}).table.empty());
 }
 
-// The same matrix with its first 300 rows made of the frequent values only: their chunks are
-// covered by the table, so its exact order matters, and the patterns overflow the global hash
-// table (2^21 slots): the radix-sort route counts them and must give the CPU's table.
+// With its first 300 rows of the frequent values only, those chunks are covered by the
+// table, so its exact order matters; the patterns overflow the global hash table: the
+// radix-sort route counts them and must give the CPU's table.
 TEST(GpuCcooConvert, ManyDistinctValuesTakeTheSortRoute) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
-  auto a = test::random_csr(4000, 4000, 800.0, 3);
-  ASSERT_GT(a.nnz(), std::int64_t{1} << 21);
-  for (std::size_t k = 0; k < a.values.size(); k += 7) a.values[k] = static_cast<double>(k % 5);
-  for (std::size_t k = 0; k < static_cast<std::size_t>(a.row_ptr[300]); ++k) a.values[k] = static_cast<double>(k % 5);
+  const auto a = mostly_distinct(300);
   check_conversions(a, {256, 4}, ctx);
   EXPECT_FALSE(cpu::csr_to_ccoo(a, {256, 4}).table.empty());
 }
