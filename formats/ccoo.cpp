@@ -281,7 +281,9 @@ void validate(const ccoo<V, I, host>& m) {
   };
   // Without table chunks, and where no chunk holds at most ccoo_table_capacity distinct
   // patterns (ccoo_chunk_patterns), no table could cover a chunk: it must be empty, and the
-  // canonical one need not be counted. The first chunk that fits ends the search.
+  // canonical one need not be counted. The first chunk that fits ends the search; a last
+  // chunk of at most ccoo_table_capacity fields (the only one that may hold fewer than B*K)
+  // fits whatever its values.
   const auto fits = [&](std::int64_t c) {
     const auto [vals, e_count] = direct_values(c);
     ccoo_chunk_patterns<B> seen;
@@ -289,7 +291,8 @@ void validate(const ccoo<V, I, host>& m) {
       if (!seen.add(ccoo_load<B>(vals + e * sizeof(V)))) return false;
     return true;
   };
-  bool coverable = any_lut;
+  bool coverable =
+      any_lut || (chunks > 0 && entries - (chunks - 1) * chunk_entries <= static_cast<std::int64_t>(ccoo_table_capacity));
   for (std::int64_t c = 0; c < chunks && !coverable; ++c) coverable = fits(c);
   if (!coverable) {
     table_size_is(0);

@@ -162,6 +162,23 @@ TEST(CcooRoundTrip, ChunksOf256And257DistinctValues) {
   }
 }
 
+// The last chunk, 64 rows (256 value fields) after 4 chunks of 257 patterns each, could be
+// covered whatever its values: its values 1..256, the most frequent with chunk 0's, are the
+// table, and only it uses the table.
+TEST(CcooRoundTrip, SmallLastChunkUsesTheTable) {
+  row_list rows(4 * 256 + 64);
+  for (int e = 0; e < 4 * 1024; ++e)
+    rows[e / 4].push_back({e % 4, e < 1024 ? 1.0 + e % 257 : 1000.0 * (e / 1024 + 1) + e % 257});
+  for (int e = 0; e < 256; ++e) rows[1024 + e / 4].push_back({e % 4, 1.0 + e});
+  const auto a = from_rows(4, rows);
+  const auto m = cpu::csr_to_ccoo(a, {256, 4});
+  validate(m);
+  EXPECT_TRUE(equal(cpu::ccoo_to_csr(m), a));
+  ASSERT_EQ(m.chunk_format.size(), 5u);
+  EXPECT_EQ(m.table.size(), ccoo_table_capacity);
+  for (std::size_t c = 0; c < 5; ++c) EXPECT_EQ((code(m, c) & ccoo_code::lut) != 0, c == 4) << c;
+}
+
 TEST(CcooRoundTrip, ColumnOffsetWidths) {
   // One chunk per row: offsets up to 200 (8 bits), 60000 (16 bits), 199999 (32 bits).
   auto a = from_rows(200000, {{{7, 1.0}, {207, 2.0}}, {{0, 3.0}, {60000, 4.0}}, {{0, 5.0}, {199999, 6.0}}});

@@ -408,8 +408,10 @@ ccoo<V> csr_to_ccoo(const csr<V, I>& a, const ccoo_params& requested) {
 
   // Whether some chunk holds at most ccoo_table_capacity distinct patterns among its value
   // fields (ccoo_chunk_patterns), the only chunks a table can cover; the workers stop once one
-  // has found such a chunk. Where none does, the table goes unused, and is not counted.
-  std::atomic<bool> coverable{false};
+  // has found such a chunk. Where none does, the table goes unused, and is not counted. The
+  // last chunk, the only one that may hold fewer than B*K fields, is such whatever its values
+  // when it holds at most ccoo_table_capacity fields (then nothing is searched).
+  std::atomic<bool> coverable{chunk_entries(chunks - 1) <= static_cast<std::int64_t>(ccoo_table_capacity)};
   parallel_for(chunks, 16, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1 && !coverable.load(std::memory_order_relaxed); ++c) {
       ccoo_chunk_patterns<B> seen;
