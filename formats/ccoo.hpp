@@ -119,6 +119,11 @@ inline bool ccoo_is_pad(const std::uint8_t* bitmap, std::int64_t e) {
 template <class V>
 using ccoo_bits = std::conditional_t<sizeof(V) == 8, std::uint64_t, std::uint32_t>;
 
+// Multiplicative hashing of a value's bit pattern (Knuth, TAOCP vol. 3, sec. 6.4): the top
+// bits of bits * 2^64/phi pick a slot; shared by the CPU converter's tables and
+// ccoo_chunk_patterns.
+inline std::uint64_t ccoo_hash_bits(std::uint64_t bits) { return bits * 0x9E3779B97F4A7C15ull; }
+
 // Whether one chunk's value fields (padding as +0.0), fed one by one, hold at most
 // ccoo_table_capacity distinct bit patterns: only such a chunk can take table indices (Sect.
 // 2: a chunk uses the table only if every value field of it is in the table). Where no chunk
@@ -132,8 +137,7 @@ class ccoo_chunk_patterns {
   // then on, without looking at the pattern).
   bool add(B bits) {
     if (distinct_ > ccoo_table_capacity) return false;
-    for (std::size_t i = static_cast<std::size_t>((std::uint64_t{bits} * 0x9E3779B97F4A7C15ull) >> (64 - log2_slots));;
-         i = (i + 1) & (slots - 1)) {
+    for (auto i = static_cast<std::size_t>(ccoo_hash_bits(bits) >> (64 - log2_slots));; i = (i + 1) & (slots - 1)) {
       if (!used_[i]) {
         used_[i] = true;
         keys_[i] = bits;

@@ -47,12 +47,9 @@ std::int64_t padded_entries(const csr<V, I>& a, std::int64_t k) {
   return k * std::accumulate(part.begin(), part.end(), std::int64_t{0});
 }
 
-// Multiplicative hashing (Knuth, TAOCP vol. 3, sec. 6.4): the top bits of bits * 2^64/phi.
-inline std::uint64_t hash_bits(std::uint64_t bits) { return bits * 0x9E3779B97F4A7C15ull; }
-
 // Exact counts of bit patterns: open addressing with linear probing on a second hash (its
-// top bits, from a multiplier unrelated to hash_bits, so that the patterns of one
-// partition by hash_bits spread over the whole table), a count of 0 marking an empty slot,
+// top bits, from a multiplier unrelated to ccoo_hash_bits, so that the patterns of one
+// partition by ccoo_hash_bits spread over the whole table), a count of 0 marking an empty slot,
 // grown to keep at most half of the slots in use, up to `max_slots`.
 template <class B>
 class pattern_counter {
@@ -223,7 +220,7 @@ array<V> value_table(const V* stored, std::int64_t n, std::int64_t pads) {
   if (!few) {
     const int log2_buckets = std::clamp(static_cast<int>(std::bit_width(static_cast<std::uint64_t>(n >> 9))), 1, 16);
     const std::size_t buckets = std::size_t{1} << log2_buckets;
-    auto bucket_of = [&](B bits) { return static_cast<std::size_t>(hash_bits(bits) >> (64 - log2_buckets)); };
+    auto bucket_of = [&](B bits) { return static_cast<std::size_t>(ccoo_hash_bits(bits) >> (64 - log2_buckets)); };
     // Bucket sizes per worker, then each worker's place in each bucket.
     std::vector<std::vector<std::int64_t>> at(static_cast<std::size_t>(blocks), std::vector<std::int64_t>(buckets, 0));
     parallel_blocks(n, blocks, [&](int b, std::int64_t lo, std::int64_t hi) {
@@ -280,7 +277,7 @@ class table_index {
     index_.fill(-1);
     for (std::size_t t = 0; t < n; ++t) {
       const B bits = std::bit_cast<B>(table[t]);
-      std::size_t i = hash_bits(bits) >> (64 - log2_slots);
+      std::size_t i = ccoo_hash_bits(bits) >> (64 - log2_slots);
       while (index_[i] >= 0) i = (i + 1) & (slots - 1);
       keys_[i] = bits;
       index_[i] = static_cast<std::int16_t>(t);
@@ -288,7 +285,7 @@ class table_index {
   }
   // The index of `bits` in the table, or -1.
   int operator()(B bits) const {
-    for (std::size_t i = hash_bits(bits) >> (64 - log2_slots);; i = (i + 1) & (slots - 1)) {
+    for (std::size_t i = ccoo_hash_bits(bits) >> (64 - log2_slots);; i = (i + 1) & (slots - 1)) {
       if (index_[i] < 0 || keys_[i] == bits) return index_[i];
     }
   }
