@@ -266,6 +266,97 @@ __device__ void order_sorted(const I* row_ptr, std::int64_t rows, const I* col, 
   }
 }
 
+// Wide block rows of at most merge_rows rows of at most 32 entries each (a lane per entry), over
+// fewer than merge_span block columns (18 bits of order_merged's key): most block rows of
+// stencil-like matrices (the 27-point stencil's 8 rows of 27 entries span ~10K blocks of 8
+// columns, too wide to count and too many entries to sort).
+constexpr int merge_rows = 8;
+constexpr int merge_row_entries = 32;
+constexpr std::uint32_t merge_span = (1u << 18) - 1;
+
+// Block order by merging, for one wide block row br (see above) holding the entries [ea, eb):
+// slot h of the warp (element h * 32 + lane, h < Slots, r <= Slots) holds row h's entry `lane`
+// as the 32-bit key (q - q_lo: 18 bits, i*c + j inside the block: 6, index in the block row:
+// 8). A row holds its entries by column, so by (q, i*c + j): every slot is sorted (padded with
+// the greatest key), and bitonic merges of slot pairs, then quads, then eights sort the block
+// row. Each merge first compares an element with its mirror in the other half, so that every
+// later exchange keeps the smaller key below; only exchanges at distances under 32 shuffle. 21
+// exchanges of 8 keys a lane for 8 slots, about 3 warp instructions an entry and no memory
+// between them: the searches this replaces (order_searched) took 39 an entry, waiting on a load
+// each step. Writes like order_searched (out, head, place, head_col; the stored zeros counted
+// into zeros).
+template <int Slots, class V>
+__device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
+                             const small_divisor& by_c, std::int64_t br, I ea, I eb, std::uint32_t q_lo, V* out,
+                             std::uint8_t* head, std::uint8_t* place, I* head_col, bool count_zeros, I& zeros) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t row0 = br * r;
+  const int nrows = static_cast<int>(min(row0 + r, rows) - row0);
+  // Lane l <= nrows: the start of row row0 + l (l = nrows: eb); the lanes after: eb.
+  const I start = lane <= nrows ? row_ptr[row0 + lane] : eb;
+  const std::uint32_t cu = static_cast<std::uint32_t>(c);
+  constexpr std::uint32_t none = 0xffffffffu;  // above every key: q - q_lo < merge_span
+  std::uint32_t key[Slots];
+#pragma unroll
+  for (int h = 0; h < Slots; ++h) {
+    const I k = __shfl_sync(full_warp, start, h) + lane;
+    key[h] = none;
+    if (k < __shfl_sync(full_warp, start, h + 1)) {
+      // Small offsets: across < merge_span * c <= 2^24 (see small_divisor).
+      const std::uint32_t across = static_cast<std::uint32_t>(col[k]) - q_lo * cu, q_off = by_c(across);
+      const std::uint32_t in_block = static_cast<std::uint32_t>(h) * cu + (across - q_off * cu);
+      key[h] = q_off << 14 | in_block << 8 | static_cast<std::uint32_t>(k - ea);
+    }
+  }
+#pragma unroll
+  for (int k = 2; k <= Slots; k *= 2) {  // merging the sorted halves of each k slots
+#pragma unroll
+    for (int h = 0; h < Slots; ++h) {
+      if (h % k >= k / 2) continue;
+      // Element (h, lane) mirrors (m, 31 - lane) in the other half, which keeps the greater.
+      const int m = h ^ (k - 1);
+      const std::uint32_t mirror_of_h = __shfl_xor_sync(full_warp, key[m], 31);
+      const std::uint32_t mirror_of_m = __shfl_xor_sync(full_warp, key[h], 31);
+      key[h] = min(key[h], mirror_of_h);
+      key[m] = max(key[m], mirror_of_m);
+    }
+#pragma unroll
+    for (int d = k / 4; d >= 1; d /= 2)  // distances of d slots: inside the lane
+#pragma unroll
+      for (int h = 0; h < Slots; ++h) {
+        if ((h & d) != 0) continue;
+        const std::uint32_t a = key[h], b = key[h + d];
+        key[h] = min(a, b);
+        key[h + d] = max(a, b);
+      }
+#pragma unroll
+    for (int d = 16; d >= 1; d /= 2)  // distances under a slot: across lanes
+#pragma unroll
+      for (int h = 0; h < Slots; ++h) {
+        const std::uint32_t other = __shfl_xor_sync(full_warp, key[h], d);
+        key[h] = (lane & d) == 0 ? min(key[h], other) : max(key[h], other);
+      }
+  }
+  const I count = eb - ea;
+#pragma unroll
+  for (int h = 0; h < Slots; ++h) {
+    if (h * 32 >= count) break;  // the same in every lane
+    const std::uint32_t up = __shfl_up_sync(full_warp, key[h], 1);
+    const std::uint32_t last_of_slot_before = h > 0 ? __shfl_sync(full_warp, key[h > 0 ? h - 1 : 0], 31) : 0;
+    const int p = h * 32 + lane;
+    if (p >= count) continue;
+    const std::uint32_t k = key[h], before = lane > 0 ? up : last_of_slot_before;
+    const bool opens = p == 0 || (before >> 14) != (k >> 14);
+    const I t = ea + p;
+    const V v = val[ea + static_cast<I>(k & 255u)];
+    out[t] = v;
+    head[t] = opens ? 1 : 0;
+    place[t] = static_cast<std::uint8_t>((k >> 8) & 63u);
+    if (opens) head_col[t] = static_cast<I>(q_lo + (k >> 14));
+    if (count_zeros && all_bits_zero(v)) ++zeros;
+  }
+}
+
 // Block order by counting (see the top of this file) for the block rows whose span fits a
 // warp's bit array, for r > 1 and r*c <= 64; the others are listed for order_searched
 // (list_wide_runs; `chunks` has room for nnz). Writes out[t], head[t], place[t] and head_col[t] (heads only) like
@@ -301,7 +392,7 @@ __global__ void __launch_bounds__(threads, 4)
     for (std::int64_t g = task_lo; g < task_hi; g += 32) {
       const int n = task_hi - g < 32 ? static_cast<int>(task_hi - g) : 32;
       // Lane l: block row g + l, its entries [e0, e1), its columns [j_lo, j_hi].
-      I e0 = 0, e1 = 0;
+      I e0 = 0, e1 = 0, longest = 0;
       std::uint32_t j_lo = 0xffffffffu, j_hi = 0;
       if (lane < n) {
         const std::int64_t r0 = (g + lane) * r, r_end = r0 + r < rows ? r0 + r : rows;
@@ -311,6 +402,7 @@ __global__ void __launch_bounds__(threads, 4)
           if (f > e1) {
             j_lo = min(j_lo, static_cast<std::uint32_t>(col[e1]));
             j_hi = max(j_hi, static_cast<std::uint32_t>(col[f - 1]));
+            longest = max(longest, f - e1);
           }
           e1 = f;
         }
@@ -325,7 +417,21 @@ __global__ void __launch_bounds__(threads, 4)
       // consecutive ones; the others are listed for order_searched, whose per-entry searches
       // in every row of the block row cost several times more per entry.
       const bool sortable = wide && r <= sort_rows && e1 - e0 <= sort_entries;
-      list_wide_runs(wide && !sortable, n, e0, e1, chunks, chunk_count);
+      // Wide block rows of short rows, too many entries to sort in a group: merged, one at a time.
+      const bool mergeable = wide && !sortable && r <= merge_rows && longest <= merge_row_entries &&
+                             j_hi / cu - q_lo < merge_span;
+      list_wide_runs(wide && !sortable && !mergeable, n, e0, e1, chunks, chunk_count);
+      for (unsigned rest = __ballot_sync(full_warp, mergeable); rest != 0; rest &= rest - 1) {
+        const int l = __ffs(static_cast<int>(rest)) - 1;
+        const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, l);
+        const std::uint32_t q = __shfl_sync(full_warp, q_lo, l);
+        if (r <= 4)
+          order_merged<4>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
+                          zero_count != nullptr, zeros);
+        else
+          order_merged<8>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
+                          zero_count != nullptr, zeros);
+      }
       for (unsigned rest = __ballot_sync(full_warp, sortable); rest != 0;) {
         const int first = __ffs(static_cast<int>(rest)) - 1;
         int last = first;

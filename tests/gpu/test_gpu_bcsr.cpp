@@ -129,6 +129,20 @@ TEST(GpuBcsrConvert, MatchesTheCpuOnRealMatrices) {
   }
 }
 
+// Every ordering pass of convert/gpu/block_rows.cuh (see test::block_order_passes), with
+// stored zeros: the squares up to 8 x 8 and 2 x 3 count, sort or merge, 16 x 16 searches every
+// entry (more than 64 positions a block), and 5 x 7 and 6 x 6 merge the wide block rows.
+TEST(GpuBcsrConvert, EveryOrderingPass) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto a = test::block_order_passes();
+  const auto f = test::cast_values<float>(a);
+  for (const auto& p : requests) {
+    check_conversions(a, p, ctx);
+    check_conversions(f, p, ctx);
+  }
+}
+
 // Stored +0.0 (listed in stored_zeros), -0.0, a NaN with a payload, infinities and a
 // denormal: only +0.0 collides with fill, every other value is recognised by its bits.
 TEST(GpuBcsrConvert, KeepsStoredZerosNegativeZerosAndSpecialValues) {

@@ -169,30 +169,15 @@ TEST(GpuMbrConvert, MatchesTheCpuOnRealMatrices) {
   }
 }
 
-// Block rows for each ordering pass of convert/gpu/block_rows.cuh, 64 rows each: a band
-// (counted), three entries a row in block columns far apart and shared by the rows (wide, few
-// entries: sorted) and twelve a row so, under a row of 600 (wide, many: searched, the rows
-// above and below each entry's row in one or several batches of searches). Blocks hold entries
-// of several rows; with 8-row blocks a sorted group's 24 entries span both halves of the
-// warp's keys.
+// Every ordering pass of convert/gpu/block_rows.cuh (see test::block_order_passes): of the
+// wide block rows, 8x8, 7x9 and 5x3 merge those of twelve or twenty entries a row by 8 slots,
+// 4x4, 4x8 and 3x5 (the rows of 20 and 32) by 4; the rows of 33 entries, 8x2 over the twelve
+// (a span of 440K blocks), 16x4 and 64x1 (16 and 64 rows) and 1-row blocks search; 2-row
+// blocks sort.
 TEST(GpuMbrConvert, EveryOrderingPass) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
-  const csr<double, I> a = test::csr_from_columns(
-      192, std::int64_t{1} << 20,
-      [](std::int64_t i, std::vector<std::int64_t>& cs) {
-        const std::int64_t in_group = i % 64;
-        if (i < 64) {
-          for (std::int64_t j = std::max<std::int64_t>(0, i - 3); j <= i + 3; ++j) cs.push_back(j);
-        } else if (i < 128) {
-          for (std::int64_t k = 0; k < 3; ++k) cs.push_back(k * 300000 + in_group % 4);
-        } else {
-          for (std::int64_t k = 0; k < 12; ++k) cs.push_back(k * 80000 + (in_group * 7) % 13);
-          if (in_group == 0)
-            for (std::int64_t k = 0; k < 600; ++k) cs.push_back(k * 1700 + k % 5);
-        }
-      },
-      [](std::int64_t i, std::int64_t j) { return static_cast<double>((i * 31 + j) % 97) - 48.5; });
+  const csr<double, I> a = test::block_order_passes();
   check_conversions<double>(a, ctx);
   check_conversions<float>(a, ctx);
 }

@@ -83,6 +83,30 @@ csr<double, std::int32_t> csr_from_columns(std::int64_t rows, std::int64_t cols,
   return a;
 }
 
+csr<double, std::int32_t> block_order_passes() {
+  return csr_from_columns(
+      256, std::int64_t{1} << 20,
+      [](std::int64_t i, std::vector<std::int64_t>& cs) {
+        const std::int64_t in_group = i % 64;
+        if (i < 64) {
+          for (std::int64_t j = std::max<std::int64_t>(0, i - 3); j <= i + 3; ++j) cs.push_back(j);
+        } else if (i < 128) {
+          for (std::int64_t k = 0; k < 3; ++k) cs.push_back(k * 300000 + in_group % 4);
+        } else if (i < 192) {
+          for (std::int64_t k = 0; k < 12; ++k) cs.push_back(k * 80000 + (in_group * 7) % 13);
+          if (in_group == 0)
+            for (std::int64_t k = 0; k < 600; ++k) cs.push_back(k * 1700 + k % 5);
+        } else {
+          const std::int64_t n = in_group == 9 ? 32 : in_group == 42 ? 33 : 20;
+          for (std::int64_t k = 0; k < n; ++k) cs.push_back(k * 20000 + (in_group * 5) % 11);
+        }
+      },
+      [](std::int64_t i, std::int64_t j) {
+        const std::int64_t h = (i * 31 + j) % 97;
+        return h == 0 ? 0.0 : static_cast<double>(h) - 48.5;
+      });
+}
+
 namespace {
 
 // Canonical CSR with deterministic, non-zero and varied values (so that a value stored in the

@@ -67,6 +67,15 @@ csr<double, std::int32_t> csr_from_columns(std::int64_t rows, std::int64_t cols,
                                            const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& row_cols,
                                            const std::function<double(std::int64_t, std::int64_t)>& value);
 
+// Block rows for each ordering pass of convert/gpu/block_rows.cuh (the GPU CSR -> MBR and
+// CSR -> BCSR converters), 64 rows each: a band (counted); three entries a row in block columns
+// far apart and shared by the rows (wide, few entries: sorted); twelve a row so, under a row
+// of 600 (wide, many: merged where rows hold at most 32 entries and 8 rows or fewer form a block
+// row, else searched); and twenty a row, one row of 32 and one of 33, over 640K columns (merged
+// by 4 or 8 slots, or searched past the merge's 33rd entry or span). Blocks hold entries of
+// several rows; every 97th value is +0.0 (BCSR's stored zeros).
+csr<double, std::int32_t> block_order_passes();
+
 template <class V>
 csr<V, std::int32_t> cast_values(const csr<double, std::int32_t>& a) {
   csr<V, std::int32_t> out;
