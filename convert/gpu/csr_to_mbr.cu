@@ -35,11 +35,15 @@ using I = std::int32_t;
 // first head belong to a block the previous tile's warp finishes: its last block runs on past
 // the tile, at most r*c <= 64 positions, up to the next head. Every bitmap is written once, by
 // one store where the array is aligned to bitmap_bytes (1, 2, 4 or 8: then so is every bitmap).
+// A step's flags and the block number of each lane's last position (the lane's others follow
+// by counting its heads) are loaded a step ahead, and the heads' columns before the scan, so
+// that no load waits behind the scan's shuffles: loading block_no and head_col at each store
+// held 75% of this pass's stalls on the 27-point stencil (Nsight Compute, H100, 2.12 ms).
 constexpr int lane_positions = 4;
 constexpr std::int64_t step_positions = 32 * lane_positions;
 constexpr std::int64_t tile_positions = 8 * step_positions;
 
-__global__ void write_blocks(std::int64_t nnz, const std::uint8_t* head, const std::uint8_t* bit, const I* head_col,
+__global__ void __launch_bounds__(block_rows::threads, 4) write_blocks(std::int64_t nnz, const std::uint8_t* head, const std::uint8_t* bit, const I* head_col,
                              const I* block_no, int w, I* block_col, std::uint8_t* bitmaps) {
   constexpr unsigned full_warp = 0xffffffffu;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -57,28 +61,51 @@ __global__ void write_blocks(std::int64_t nnz, const std::uint8_t* head, const s
       default: reinterpret_cast<std::uint64_t*>(bitmaps)[b] = map; break;
     }
   };
+  // A step's loads, issued a step ahead: byte q of heads / bits is position p0 + q's
+  // head flag and bit, last_block the block number (block_no) of the lane's last position
+  // before nnz. Positions past nnz count as heads (of nothing), so that the last entry ends its
+  // block.
+  struct step_loads {
+    std::uint32_t heads = 0x01010101u, bits = 0;
+    I last_block = 0;
+  };
+  const auto load_step = [&](std::int64_t s0) {
+    step_loads d;
+    const std::int64_t p0 = s0 + lane_positions * lane;
+    if (p0 >= nnz) return d;
+    if (words && p0 + lane_positions <= nnz) {
+      d.heads = *reinterpret_cast<const std::uint32_t*>(head + p0);
+      d.bits = *reinterpret_cast<const std::uint32_t*>(bit + p0);
+    } else {
+      for (int q = 0; q < lane_positions && p0 + q < nnz; ++q) {
+        d.heads = (d.heads & ~(0xffu << (8 * q))) | std::uint32_t{head[p0 + q]} << (8 * q);
+        d.bits |= std::uint32_t{bit[p0 + q]} << (8 * q);
+      }
+    }
+    d.last_block = block_no[min(p0 + lane_positions, nnz) - 1];
+    return d;
+  };
   for (std::int64_t tile = first_index() / 32; tile * tile_positions < nnz; tile += grid_stride() / 32) {
     const std::int64_t end = min((tile + 1) * tile_positions, nnz);
     std::uint64_t carry = 0;  // the bits so far of the block open at the step's start
     bool open = false;        // whether that block is this warp's (its head lies in this tile)
+    step_loads next = load_step(tile * tile_positions);
     for (std::int64_t s0 = tile * tile_positions; s0 < nnz; s0 += step_positions) {
       if (s0 >= end && !open) break;  // past the tile only the open block is finished
       const std::int64_t p0 = s0 + lane_positions * lane;
-      // Byte q: position p0 + q's head flag and bit. Positions past nnz count as heads (of
-      // nothing), so that the last entry ends its block.
-      std::uint32_t heads = 0x01010101u, bits = 0;
-      if (words && p0 + lane_positions <= nnz) {
-        heads = *reinterpret_cast<const std::uint32_t*>(head + p0);
-        bits = *reinterpret_cast<const std::uint32_t*>(bit + p0);
-      } else {
-        for (int q = 0; q < lane_positions && p0 + q < nnz; ++q) {
-          heads = (heads & ~(0xffu << (8 * q))) | std::uint32_t{head[p0 + q]} << (8 * q);
-          bits |= std::uint32_t{bit[p0 + q]} << (8 * q);
-        }
-      }
+      const std::uint32_t heads = next.heads, bits = next.bits;
+      const I last_block = next.last_block;
+      next = load_step(s0 + step_positions);
+      // The columns of the heads this warp owns (those of the tile: a head's block is the
+      // warp that holds it), loaded now so that their latency passes under the scan below.
+      I cols[lane_positions];
+#pragma unroll
+      for (int q = 0; q < lane_positions; ++q)
+        cols[q] = s0 < end && p0 + q < nnz && ((heads >> (8 * q)) & 0xffu) != 0 ? head_col[p0 + q] : 0;
       // The head flag after the lane's last position: the next lane's first, or past the step.
       std::uint32_t after = __shfl_down_sync(full_warp, heads & 0xffu, 1);
-      if (lane == 31) after = s0 + step_positions < nnz ? head[s0 + step_positions] : 1u;
+      const std::uint32_t next_first = __shfl_sync(full_warp, next.heads & 0xffu, 0);
+      if (lane == 31) after = next_first;
       // The lane's own OR from its last head on, at each of its positions.
       std::uint64_t own[lane_positions];
       unsigned seen = 0;  // bit q: a head at or before position q within the lane
@@ -93,6 +120,11 @@ __global__ void write_blocks(std::int64_t nnz, const std::uint8_t* head, const s
         seen |= (seen & (1u << q)) << 1;  // carried to q + 1
       }
       seen &= (1u << lane_positions) - 1u;
+      // Bit q: a head at position p0 + q < nnz (those past nnz hold no block number).
+      unsigned heads_in_lane = 0;
+#pragma unroll
+      for (int q = 0; q < lane_positions; ++q)
+        heads_in_lane |= (p0 + q < nnz && ((heads >> (8 * q)) & 0xffu) != 0 ? 1u : 0u) << q;
       // Segmented OR over the lanes: after the step of d, v holds the bits of the lanes
       // (lane - 2d, lane] from the last head at or before the lane's end, f whether one lies there.
       std::uint64_t v = acc;
@@ -120,8 +152,11 @@ __global__ void write_blocks(std::int64_t nnz, const std::uint8_t* head, const s
         const bool h = ((heads >> (8 * q)) & 0xffu) != 0;
         const bool last = (q + 1 < lane_positions ? (heads >> (8 * (q + 1))) & 0xffu : after) != 0;
         if (p < nnz && owned) {
-          if (h) block_col[block_no[p] - 1] = head_col[p];
-          if (last) store(block_no[p] - 1, own[q] | ((seen & (1u << q)) != 0 ? 0 : incoming));
+          // Position p's block number: the lane's last one less the heads after p in the lane.
+          const unsigned later = static_cast<unsigned>(__popc(heads_in_lane >> (q + 1)));
+          const I b = last_block - static_cast<I>(later) - 1;
+          if (h) block_col[b] = cols[q];
+          if (last) store(b, own[q] | ((seen & (1u << q)) != 0 ? 0 : incoming));
         }
         if (q + 1 == lane_positions) owned_last = p < nnz && owned && !last;
       }
