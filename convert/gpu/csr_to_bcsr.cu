@@ -30,7 +30,7 @@ template <class V>
 __global__ void place_values(std::int64_t nnz, const V* staged, const std::uint8_t* head, const std::uint8_t* place,
                              const I* head_col, const I* block_no, std::int64_t rc, I* block_col, V* values) {
   for (std::int64_t t = first_index(); t < nnz; t += grid_stride()) {
-    const std::int64_t b = block_no[t] - 1;
+    const std::int64_t b = block_rows::block_number(block_no, head, t) - 1;
     values[b * rc + place[t]] = staged[t];
     if (head[t]) block_col[b] = head_col[t];
   }
@@ -39,9 +39,10 @@ __global__ void place_values(std::int64_t nnz, const V* staged, const std::uint8
 // The position in values of the entry at block-order position t (< bcsr_max_values, so 32-bit).
 struct value_position {
   const I* block_no;
+  const std::uint8_t* head;
   const std::uint8_t* place;
   I rc;
-  __host__ __device__ I operator()(I t) const { return (block_no[t] - 1) * rc + place[t]; }
+  __device__ I operator()(I t) const { return (block_rows::block_number(block_no, head, t) - 1) * rc + place[t]; }
 };
 
 // Whether the entry at a value position is a stored +0.0 (its bits are the fill's).
@@ -104,7 +105,8 @@ bcsr<V, I, device> csr_to_bcsr(const csr<V, I, device>& a, const bcsr_params& re
   block_rows::check_launch(who, "filling the blocks");
   if (zeros > 0) {
     const auto positions = thrust::make_transform_iterator(
-        thrust::counting_iterator<I>(0), value_position{order.block_no.data(), order.place.data(), static_cast<I>(rc)});
+        thrust::counting_iterator<I>(0),
+        value_position{order.block_no.data(), order.head.data(), order.place.data(), static_cast<I>(rc)});
     std::size_t bytes = 0;
     check_cuda(cub::DeviceSelect::If(nullptr, bytes, positions, out.stored_zeros.data(), counts.data(), nnz,
                                      stored_zero<V>{out.values.data()}, s),

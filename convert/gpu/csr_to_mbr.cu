@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(block_rows::threads, 4)
         d.bits |= std::uint32_t{bit[p0 + q]} << (8 * q);
       }
     }
-    d.last_block = block_no[min(p0 + lane_positions, nnz) - 1];
+    d.last_block = block_no[p0 / lane_positions];  // the word's count: no heads in its padding
     return d;
   };
   for (std::int64_t tile = first_index() / 32; tile * tile_positions < nnz; tile += grid_stride() / 32) {
