@@ -127,36 +127,40 @@ __device__ std::int64_t first_block_row_at(const I* row_ptr, std::int64_t rows, 
 // Calls f(active, k, i, load(k)) in every lane for the entries k of [ea, eb), the entries of
 // the rows [ra, rb) (row_ptr[ra] == ea, row_ptr[rb] == eb), i being the row holding k: 32
 // consecutive entries per step, lane l on the step's l-th (coalesced); lanes past eb get active
-// false and the last entry, so that f may shuffle. load(k) reads what f needs of the entry; it
-// runs first, so that its reads are in flight together with the row starts' (one memory
-// latency per step, not two). Rows come from a cursor rather than a search per
-// entry: a round loads the starts of the 32 rows after it and each lane counts those at or
-// before its entry (sorted, so a binary search over the lanes by shuffles). One round per step
-// while rows are long; a step over more than 32 row starts (short or empty rows) takes more.
+// false and the last entry, so that f may shuffle. load(k) reads what f needs of the entry.
+// Rows come from a window rather than a search per entry: lane l holds the start of row
+// base + 1 + l, and each lane counts those at or before its entry (sorted, so a binary search
+// over the lanes by shuffles). The window moves on by 32 rows only when a step's entries pass
+// it, so most steps read no row start: a window read at every step put a memory latency
+// between consecutive steps (each window following from the last step's row), 60% of the
+// counting pass's stalls on Groebner_id2003_aug and bcsstk13 (Nsight Compute, H100).
 template <class L, class F>
 __device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea, std::int64_t eb, std::int64_t ra,
                                                std::int64_t rb, L&& load, F&& f) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  std::int64_t cur = ra;  // a row whose start is at or before the step's first entry
+  // Rows base + 1 .. base + 32; past rb the start of row rb, eb, which lies after every k.
+  // Row base starts at or before every entry still to come.
+  std::int64_t base = ra;
+  const auto window = [&] { return row_ptr[base + 1 + lane < rb ? base + 1 + lane : rb]; };
+  I start = window();
   for (std::int64_t k0 = ea; k0 < eb; k0 += 32) {
     const bool active = k0 + lane < eb;
     const std::int64_t k = active ? k0 + lane : eb - 1;
     const auto loaded = load(k);
-    std::int64_t i = cur;
+    std::int64_t i = base;
     bool found = false;
-    for (std::int64_t base = cur;; base += 32) {
-      // Rows base + 1 .. base + 32; past rb the start of row rb, eb, which lies after every k.
-      const std::int64_t next = base + 1 + lane;
-      const I start = row_ptr[next < rb ? next : rb];
+    for (;;) {
       const int n = warp_count_at_or_below(start, k);
-      // Fewer than 32 starts at or before k: row base + n holds k. All 32: look further.
+      // Fewer than 32 starts at or before k: row base + n holds k. All 32: move the window on
+      // (row base + 32 starts at or before this step's last entry, so before every later one).
       if (!found) {
         i = base + n;
         found = n < 32;
       }
       if (__all_sync(full_warp, found)) break;
+      base += 32;
+      start = window();
     }
-    cur = __shfl_sync(full_warp, i, 31);  // the step's last entry is its largest
     f(active, k, i, loaded);
   }
 }
