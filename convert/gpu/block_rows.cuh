@@ -346,7 +346,8 @@ __device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, 
   for (int h = 0; h < Slots; ++h) {
     if (h * 32 >= count) break;  // the same in every lane
     const std::uint32_t up = __shfl_up_sync(full_warp, key[h], 1);
-    const std::uint32_t last_of_slot_before = h > 0 ? __shfl_sync(full_warp, key[h > 0 ? h - 1 : 0], 31) : 0;
+    const int slot_before = h > 0 ? h - 1 : 0;  // read where h > 0
+    const std::uint32_t last_of_slot_before = h > 0 ? __shfl_sync(full_warp, key[slot_before], 31) : 0;
     const int p = h * 32 + lane;
     if (p >= count) continue;
     const std::uint32_t k = key[h], before = lane > 0 ? up : last_of_slot_before;
