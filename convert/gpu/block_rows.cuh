@@ -63,20 +63,31 @@ constexpr int threads = 256;  // a multiple of the warp size: the kernels step b
 constexpr int warps_per_block = threads / 32;
 constexpr unsigned full_warp = 0xffffffffu;
 
-// A warp's bit array in order_counted: span_words words, with the set bits before each word
-// as 16 bits (at most span_bits < 2^16). 8 warps x 6 KiB = 48 KiB of shared memory per block.
+// A warp's shared memory in order_counted: its bit array of span_words words, the set bits
+// before each quad of words as 16 bits (at most span_bits < 2^16), and a ring of stage_bytes
+// for the entries of the walks' next steps (for_each_entry). 8 warps x 6 KiB = 48 KiB a block,
+// 4 blocks a multiprocessor (as the 64 registers a thread allow), which leaves L1 60 KiB: 54 KiB
+// a block (a count per word and a ring of 768 bytes) left it 28 KiB, and the merging pass,
+// which gathers values through L1, lost 3% (27-point stencil, H100, 4.61 -> 4.72 SpMV-times).
 constexpr int span_words = 1024;
 constexpr int span_bits = 32 * span_words;
+constexpr int stage_bytes = 1536;
+constexpr int counted_warp_bytes =
+    span_words * sizeof(std::uint32_t) + span_words / 4 * sizeof(std::uint16_t) + stage_bytes;
+constexpr int counted_shared_bytes = warps_per_block * counted_warp_bytes;
 // Bits of span per entry beyond which a block row is searched rather than counted (4 words).
 constexpr std::int64_t sparse_span = 128;
 // order_counted cuts the sequence of block rows and entries into tasks of up to this many
 // items, a warp's unit of work: never more block rows, nor more entries besides those of its
 // last block row. Smaller matrices get smaller tasks (down to min_task_items), so that there
 // are about tasks_wanted of them, several per warp the device holds at once (4224 on an H100).
-// Tasks of up to 1024 items rather than 4096 end the pass with less imbalance between warps
-// (CSR -> MBR, H100, double, both in one device call, twice: replicated set 5.64 -> 5.47
-// SpMV-times, Groebner_id2003_aug 10.47 -> 9.34, stencil 4.73 -> 4.57; 512: 5.55, 4.67).
-constexpr std::int64_t task_items = 1024, min_task_items = 256, tasks_wanted = 8192;
+// Smaller tasks end the pass with less imbalance between warps, and a block (8 warps, one
+// task each) holds its place on the multiprocessor until its last warp is done. Stop 24
+// (CSR -> MBR, H100, double, replicated set / stencil SpMV-times, each in one device call):
+// 4096 -> 1024 items, 5.64 / 4.73 -> 5.47 / 4.57 (512: 5.55 / 4.67). Stop 25, with the
+// walks' entries staged and the 16-way search for the task's block rows: 1024 -> 512, 5.32 /
+// 4.55 -> 5.24 / 4.46 (bcsstk33 6.97 -> 6.18, sparse-images 8.31 -> 7.74; 2048: 5.52 / 4.67).
+constexpr std::int64_t task_items = 512, min_task_items = 256, tasks_wanted = 8192;
 // Entries per warp and step of order_searched: one search over all rows serves the chunk, the
 // rest search the few rows of its block row.
 constexpr int chunk = 128;
@@ -118,41 +129,134 @@ struct small_divisor {
 // The first block row br in [0, mb] with br + row_ptr[min(br * r, rows)] >= target, for a
 // target <= mb + nnz (block row mb reaches it). The sum grows by at least 1 per block row and
 // by the entries of each, so cutting it at multiples of the task size bounds both in a task.
+// Searched by the 16 lanes of each half of the warp, half h for its own target (every lane
+// calls, with its half's target): a round probes 16 points of the range left and keeps the
+// part between the last probe below the target and the next, a sixteenth, so that a task
+// starts after about log16(mb) dependent loads rather than log2(mb) (Groebner_id2003_aug
+// replicated: 5 rather than 19; the binary search held 12% of the counting pass's stalls).
 __device__ std::int64_t first_block_row_at(const I* row_ptr, std::int64_t rows, int r, std::int64_t mb,
                                            std::int64_t target) {
-  std::int64_t lo = 0, hi = mb;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (mid + row_ptr[mid * r < rows ? mid * r : rows] < target) lo = mid + 1;
-    else hi = mid;
+  const int sub = static_cast<int>(threadIdx.x % 16), half = static_cast<int>(threadIdx.x % 32) & 16;
+  std::int64_t lo = 0, hi = mb;  // the block row sought lies in [lo, hi]
+  while (__any_sync(full_warp, lo < hi)) {
+    // Probe s at lo + floor(len * s / 16), s < 16: the probes lie in [lo, hi), increasing.
+    const std::int64_t len = hi - lo, at = lo + len * sub / 16;
+    const bool below = lo < hi && at + row_ptr[at * r < rows ? at * r : rows] < target;
+    // The probes below the target come first: count them.
+    const int n = __popc((__ballot_sync(full_warp, below) >> half) & 0xffffu);
+    if (lo < hi) {
+      if (n == 0) {
+        hi = lo;
+      } else {
+        const std::int64_t last_below = lo + len * (n - 1) / 16;
+        if (n < 16) hi = lo + len * n / 16;
+        lo = last_below + 1;
+      }
+    }
   }
   return lo;
 }
 
-// Calls f(active, k, i, load(k)) in every lane for the entries k of [ea, eb), the entries of
+// cp.async of `Bytes` (4 or 8) from global to shared memory, its group commit and the wait for
+// all groups but the last N, with memory clobbers so that the compiler keeps the shared
+// memory's reads and writes on their side of them (the wait in cuda_pipeline_primitives.h
+// has none).
+template <int Bytes>
+__device__ __forceinline__ void copy_async(void* to_shared, const void* from_global) {
+  static_assert(Bytes == 4 || Bytes == 8);
+  const auto shared_address = static_cast<unsigned>(__cvta_generic_to_shared(to_shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(shared_address),
+               "l"(__cvta_generic_to_global(from_global)), "n"(Bytes)
+               : "memory");
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_copies_but() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// What a walk of for_each_entry reads of each entry, copied from global to shared memory by
+// cp.async (sm_80 on) a few steps before the step that uses it: the copies need no registers
+// while in flight, so a warp has several steps' loads under way where a load into registers
+// a step ahead made the counting pass spill (stop 24). `slots` steps fit the ring. Each step
+// had waited for its own loads: 37% of the pass's stall samples on Groebner_id2003_aug
+// replicated (Nsight Compute, H100), whose block rows of 280 entries are all counted.
+struct columns_staged {  // the first walk: columns
+  static constexpr int slots = 8;
+  static_assert(slots * 32 * sizeof(I) <= stage_bytes);
+  const I* col;
+  I* ring;  // slots x 32
+  __device__ void fetch(int slot, std::uint32_t k) const {
+    copy_async<sizeof(I)>(ring + slot * 32 + threadIdx.x % 32, col + k);
+  }
+  __device__ I read(int slot) const { return ring[slot * 32 + threadIdx.x % 32]; }
+};
+
+// An entry's column and value, as order_counted's second walk reads them.
+template <class V>
+struct column_value {
+  I col;
+  V val;
+};
+
+template <class V>
+struct entries_staged {  // the second walk: columns and values
+  static constexpr int slots = 4;
+  static_assert(slots * 32 * (sizeof(I) + sizeof(V)) <= stage_bytes);
+  const I* col;
+  const V* val;
+  V* val_ring;  // slots x 32, then the columns' slots x 32
+  __device__ I* col_ring() const { return reinterpret_cast<I*>(val_ring + slots * 32); }
+  __device__ void fetch(int slot, std::uint32_t k) const {
+    const unsigned at = slot * 32 + threadIdx.x % 32;
+    copy_async<sizeof(V)>(val_ring + at, val + k);
+    copy_async<sizeof(I)>(col_ring() + at, col + k);
+  }
+  __device__ column_value<V> read(int slot) const {
+    const unsigned at = slot * 32 + threadIdx.x % 32;
+    return {col_ring()[at], val_ring[at]};
+  }
+};
+
+// Calls f(active, i, entry) in every lane for the entries k of [ea, eb), the entries of
 // the rows [ra, rb) (row_ptr[ra] == ea, row_ptr[rb] == eb), i being the row holding k: 32
 // consecutive entries per step, lane l on the step's l-th (coalesced); lanes past eb get active
-// false and the last entry, so that f may shuffle. load(k) reads what f needs of the entry.
+// false and the last entry, so that f may shuffle. `entry` is what `source` (columns_staged,
+// entries_staged) copied of k, source.slots steps ahead; a step's slot is refilled after f,
+// which has used what it read there.
 // Rows come from a window rather than a search per entry: lane l holds the start of row
 // base + 1 + l, and each lane counts those at or before its entry (sorted, so a binary search
 // over the lanes by shuffles). The window moves on by 32 rows only when a step's entries pass
 // it, so most steps read no row start: a window read at every step put a memory latency
 // between consecutive steps (each window following from the last step's row), 60% of the
 // counting pass's stalls on Groebner_id2003_aug and bcsstk13 (Nsight Compute, H100).
-template <class L, class F>
-__device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea, std::int64_t eb, std::int64_t ra,
-                                               std::int64_t rb, L&& load, F&& f) {
+template <class S, class F>
+__device__ __forceinline__ void for_each_entry(const I* row_ptr, I ea, I eb, I ra, I rb, const S& source, F&& f) {
   const int lane = static_cast<int>(threadIdx.x % 32);
+  // Unsigned positions: k0 + 32 * slots may pass 2^31 - 1 (it stays below 2^32).
+  const std::uint32_t end = static_cast<std::uint32_t>(eb);
+  // Every step commits one group of copies (empty past eb), so that waiting for all but the
+  // last slots - 1 groups waits for the step about to run.
+  const auto fetch = [&](int slot, std::uint32_t k0) {
+    if (k0 < end) source.fetch(slot, k0 + lane < end ? k0 + lane : end - 1);
+    commit_copies();
+  };
+  for (int m = 0; m < S::slots; ++m) fetch(m, static_cast<std::uint32_t>(ea) + 32 * m);
   // Rows base + 1 .. base + 32; past rb the start of row rb, eb, which lies after every k.
   // Row base starts at or before every entry still to come.
-  std::int64_t base = ra;
-  const auto window = [&] { return row_ptr[base + 1 + lane < rb ? base + 1 + lane : rb]; };
+  std::uint32_t base = static_cast<std::uint32_t>(ra);
+  const auto window = [&] {
+    const std::uint32_t p = base + 1 + lane;
+    return row_ptr[p < static_cast<std::uint32_t>(rb) ? p : rb];
+  };
   I start = window();
-  for (std::int64_t k0 = ea; k0 < eb; k0 += 32) {
-    const bool active = k0 + lane < eb;
-    const std::int64_t k = active ? k0 + lane : eb - 1;
-    const auto loaded = load(k);
-    std::int64_t i = base;
+  int slot = 0;
+  for (std::uint32_t k0 = static_cast<std::uint32_t>(ea); k0 < end; k0 += 32) {
+    const bool active = k0 + lane < end;
+    const I k = static_cast<I>(active ? k0 + lane : end - 1);
+    wait_copies_but<S::slots - 1>();
+    const auto entry = source.read(slot);
+    std::uint32_t i = base;
     bool found = false;
     for (;;) {
       const int n = warp_count_at_or_below(start, k);
@@ -166,16 +270,11 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, std::int64_t ea
       base += 32;
       start = window();
     }
-    f(active, k, i, loaded);
+    f(active, static_cast<I>(i), entry);
+    fetch(slot, k0 + 32 * S::slots);
+    slot = slot + 1 < S::slots ? slot + 1 : 0;
   }
 }
-
-// An entry's column and value, as order_counted's second walk reads them.
-template <class V>
-struct column_value {
-  I col;
-  V val;
-};
 
 // Lists the wide block rows among a warp's 32 (lane l: block row l of the group, `wide`,
 // its entries [e0, e1); lanes from n on hold none) for order_searched: each run of
@@ -382,23 +481,22 @@ __global__ void __launch_bounds__(threads, 4)
     order_counted(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
                   std::int64_t items_per_task, V* out, std::uint8_t* head, std::uint8_t* place, I* head_col,
                   I* zero_count, I* chunks, I* chunk_count) {
-  __shared__ std::uint32_t bits_of[warps_per_block][span_words];
-  __shared__ std::uint16_t before_of[warps_per_block][span_words];
+  __shared__ uint4 counted_shared[counted_shared_bytes / sizeof(uint4)];  // uint4: 16-byte accesses
   const int lane = static_cast<int>(threadIdx.x % 32);
-  std::uint32_t* const bits = bits_of[threadIdx.x / 32];
-  std::uint16_t* const before = before_of[threadIdx.x / 32];
+  unsigned char* const mine = reinterpret_cast<unsigned char*>(counted_shared) + threadIdx.x / 32 * counted_warp_bytes;
+  std::uint32_t* const bits = reinterpret_cast<std::uint32_t*>(mine);
+  std::uint16_t* const before = reinterpret_cast<std::uint16_t*>(mine + span_words * sizeof(std::uint32_t));
+  unsigned char* const stage = mine + span_words * sizeof(std::uint32_t) + span_words / 4 * sizeof(std::uint16_t);
   const std::uint32_t ru = static_cast<std::uint32_t>(r), cu = static_cast<std::uint32_t>(c);
   const small_divisor by_r(ru), by_c(cu);
   const I rc = r * c;
   const std::int64_t mb = (rows + r - 1) / r, items = mb + nnz, tasks = (items + items_per_task - 1) / items_per_task;
   I zeros = 0;
   for (std::int64_t task = first_index() / 32; task < tasks; task += grid_stride() / 32) {
-    long long found = 0;
-    if (lane < 2) {
-      const std::int64_t target = (task + lane) * items_per_task;
-      found = first_block_row_at(row_ptr, rows, r, mb, target < items ? target : items);
-    }
-    const std::int64_t task_lo = __shfl_sync(full_warp, found, 0), task_hi = __shfl_sync(full_warp, found, 1);
+    // Lanes 0-15 find the task's first block row, lanes 16-31 its end.
+    const std::int64_t target = (task + lane / 16) * items_per_task;
+    const long long found = first_block_row_at(row_ptr, rows, r, mb, target < items ? target : items);
+    const std::int64_t task_lo = __shfl_sync(full_warp, found, 0), task_hi = __shfl_sync(full_warp, found, 16);
     for (std::int64_t g = task_lo; g < task_hi; g += 32) {
       const int n = task_hi - g < 32 ? static_cast<int>(task_hi - g) : 32;
       // Lane l: block row g + l, its entries [e0, e1), its columns [j_lo, j_hi].
@@ -475,12 +573,13 @@ __global__ void __launch_bounds__(threads, 4)
         const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, e - 1);
         const int words = (__shfl_sync(full_warp, end, e - 1) - from + 31) / 32;
         if (ea < eb) {
-          const std::int64_t ra = (g + l) * r, rb = (g + e) * r < rows ? (g + e) * r : rows;
+          // Rows below 2^31 (I).
+          const I ra = static_cast<I>((g + l) * r), rb = static_cast<I>((g + e) * r < rows ? (g + e) * r : rows);
           // Entry k of row i, column j: its bit (block row's first bit, block column, i*c + j), its block
           // column q and its position in_block = i*c + j inside the block. Divisions of small
           // offsets: rows after ra (< 32 r <= 2^11) by r, columns after the block row's first
           // block column (< span_bits / r <= 2^15, the span fits) by c.
-          const auto bit_of = [&](I j, std::int64_t i, std::uint32_t& q, int& in_block) {
+          const auto bit_of = [&](I j, I i, std::uint32_t& q, int& in_block) {
             const std::uint32_t down = static_cast<std::uint32_t>(i - ra), br_off = by_r(down);
             const int src = l + static_cast<int>(br_off);
             const std::uint32_t q0 = __shfl_sync(full_warp, q_lo, src);
@@ -490,10 +589,14 @@ __global__ void __launch_bounds__(threads, 4)
             in_block = static_cast<int>((down - br_off * ru) * cu + (across - q_off * cu));
             return first - from + static_cast<I>(q_off) * rc + in_block;
           };
-          for (int w = lane; w < words; w += 32) bits[w] = 0;
+          // Four words a lane (16-byte accesses), here and in the scan below: a run of 8 x 8 block rows
+          // spans hundreds of words for a few hundred entries, so the word loops took as many steps
+          // as the walks. Words up to a multiple of 4 are cleared, so they count no bits.
+          const int quads = (words + 3) / 4;
+          for (int w = lane; w < quads; w += 32) reinterpret_cast<uint4*>(bits)[w] = uint4{0, 0, 0, 0};
           __syncwarp();
-          const auto read_column = [&](std::int64_t k) { return col[k]; };
-          for_each_entry(row_ptr, ea, eb, ra, rb, read_column, [&](bool active, std::int64_t, std::int64_t i, I j) {
+          const columns_staged columns{col, reinterpret_cast<I*>(stage)};
+          for_each_entry(row_ptr, ea, eb, ra, rb, columns, [&](bool active, I i, I j) {
             std::uint32_t q = 0;
             int in_block = 0;
             const I b = bit_of(j, i, q, in_block);
@@ -501,19 +604,30 @@ __global__ void __launch_bounds__(threads, 4)
           });
           __syncwarp();
           I run = 0;
-          for (int w0 = 0; w0 < words; w0 += 32) {
+          for (int w0 = 0; w0 < quads; w0 += 32) {
             const int w = w0 + lane;
-            const I ones = w < words ? __popc(bits[w]) : 0;
+            const uint4 four = w < quads ? reinterpret_cast<const uint4*>(bits)[w] : uint4{0, 0, 0, 0};
+            const I ones = __popc(four.x) + __popc(four.y) + __popc(four.z) + __popc(four.w);
             const I incl = group_inclusive_sum(ones);
-            if (w < words) before[w] = static_cast<std::uint16_t>(run + incl - ones);
+            // Below 2^16: the bits before a word (span_bits).
+            if (w < quads) before[w] = static_cast<std::uint16_t>(run + incl - ones);
             run += __shfl_sync(full_warp, incl, 31);
           }
           __syncwarp();
           // The set bits below bit b: the entries before it in block order.
-          const auto rank = [&](I b) { return I{before[b / 32]} + __popc(bits[b / 32] & ((1u << (b % 32)) - 1u)); };
-          const auto read_entry = [&](std::int64_t k) { return column_value<V>{col[k], val[k]}; };
-          for_each_entry(row_ptr, ea, eb, ra, rb, read_entry,
-                         [&](bool active, std::int64_t, std::int64_t i, const column_value<V>& e) {
+          // The set bits below bit b: the entries before it in block order. Its word's quad
+          // (one 16-byte read) gives the bits below it in the quad.
+          const auto rank = [&](I b) {
+            const int w = b / 32;
+            const uint4 four = reinterpret_cast<const uint4*>(bits)[w / 4];
+            const std::uint32_t own = w % 4 == 0 ? four.x : w % 4 == 1 ? four.y : w % 4 == 2 ? four.z : four.w;
+            const I earlier = (w % 4 > 0 ? __popc(four.x) : 0) + (w % 4 > 1 ? __popc(four.y) : 0) +
+                              (w % 4 > 2 ? __popc(four.z) : 0);
+            return I{before[w / 4]} + earlier + __popc(own & ((1u << (b % 32)) - 1u));
+          };
+          const entries_staged<V> entries{col, val, reinterpret_cast<V*>(stage)};
+          for_each_entry(row_ptr, ea, eb, ra, rb, entries,
+                         [&](bool active, I i, const column_value<V>& e) {
             std::uint32_t q = 0;
             int in_block = 0;
             const I b = bit_of(e.col, i, q, in_block);
