@@ -129,32 +129,29 @@ struct small_divisor {
 // The first block row br in [0, mb] with br + row_ptr[min(br * r, rows)] >= target, for a
 // target <= mb + nnz (block row mb reaches it). The sum grows by at least 1 per block row and
 // by the entries of each, so cutting it at multiples of the task size bounds both in a task.
-// Searched by the 16 lanes of each half of the warp, half h for its own target (every lane
-// calls, with its half's target): a round probes 16 points of the range left and keeps the
-// part between the last probe below the target and the next, a sixteenth, so that a task
-// starts after about log16(mb) dependent loads rather than log2(mb) (Groebner_id2003_aug
-// replicated: 5 rather than 19; the binary search held 12% of the counting pass's stalls).
 __device__ std::int64_t first_block_row_at(const I* row_ptr, std::int64_t rows, int r, std::int64_t mb,
                                            std::int64_t target) {
-  const int sub = static_cast<int>(threadIdx.x % 16), half = static_cast<int>(threadIdx.x % 32) & 16;
-  std::int64_t lo = 0, hi = mb;  // the block row sought lies in [lo, hi]
-  while (__any_sync(full_warp, lo < hi)) {
-    // Probe s at lo + floor(len * s / 16), s < 16: the probes lie in [lo, hi), increasing.
-    const std::int64_t len = hi - lo, at = lo + len * sub / 16;
-    const bool below = lo < hi && at + row_ptr[at * r < rows ? at * r : rows] < target;
-    // The probes below the target come first: count them.
-    const int n = __popc((__ballot_sync(full_warp, below) >> half) & 0xffffu);
-    if (lo < hi) {
-      if (n == 0) {
-        hi = lo;
-      } else {
-        const std::int64_t last_below = lo + len * (n - 1) / 16;
-        if (n < 16) hi = lo + len * n / 16;
-        lo = last_below + 1;
-      }
-    }
+  std::int64_t lo = 0, hi = mb;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (mid + row_ptr[mid * r < rows ? mid * r : rows] < target) lo = mid + 1;
+    else hi = mid;
   }
   return lo;
+}
+
+// first[t] = the first block row of order_counted's task t (t <= tasks; first[tasks] = mb), a
+// thread each: the searches of all tasks run side by side here, where a warp starting its
+// task waited on each step of its own (Nsight Compute, H100, Groebner_id2003_aug replicated:
+// 12% of the counting pass's stall samples with a binary search, 10% with a 16-way search by
+// half warps). A second kernel costs the matrices as they are some microseconds.
+__global__ void find_task_starts(const I* row_ptr, std::int64_t rows, int r, std::int64_t items_per_task,
+                                 std::int64_t tasks, I* first) {
+  const std::int64_t mb = (rows + r - 1) / r, nnz = row_ptr[rows], items = mb + nnz;
+  for (std::int64_t t = first_index(); t <= tasks; t += grid_stride()) {
+    const std::int64_t target = t * items_per_task;
+    first[t] = static_cast<I>(first_block_row_at(row_ptr, rows, r, mb, target < items ? target : items));
+  }
 }
 
 // cp.async of `Bytes` (4 or 8) from global to shared memory, its group commit and the wait for
@@ -381,6 +378,11 @@ __device__ void order_sorted(const I* row_ptr, std::int64_t rows, const I* col, 
 constexpr int merge_rows = 8;
 constexpr int merge_row_entries = 32;
 constexpr std::uint32_t merge_span = (1u << 18) - 1;
+// Other wide block rows of at most 256 entries (8 slots of 32) over at most sort_rows rows and
+// fewer than merge_span block columns are sorted by a warp alone, by the same network after a
+// sort of each slot (order_merged with SlotPerRow false): rows of over 32 entries, as in
+// graph-like matrices of 8 x 1 blocks (ca-AstroPh).
+constexpr int sort_slots_entries = 256;
 
 // Block order by merging, for one wide block row br (see above) holding the entries [ea, eb):
 // slot h of the warp (element h * 32 + lane, h < Slots, r <= Slots) holds row h's entry `lane`
@@ -393,7 +395,11 @@ constexpr std::uint32_t merge_span = (1u << 18) - 1;
 // between them: the searches this replaces (order_searched) took 39 an entry, waiting on a load
 // each step. Writes like order_searched (out, head, place, head_col; the stored zeros counted
 // into zeros).
-template <int Slots, class V>
+// With SlotPerRow false, slot h holds the block row's entries 32h .. 32h + 31 instead (any
+// rows, at most 32 of them, at most 32 * Slots entries), and each slot is first sorted by a
+// bitonic sort over its lanes (15 exchanges of every key), which makes it a sorted slot for
+// the merges.
+template <int Slots, bool SlotPerRow, class V>
 __device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
                              const small_divisor& by_c, std::int64_t br, I ea, I eb, std::uint32_t q_lo, V* out,
                              std::uint8_t* head, std::uint8_t* place, I* head_col, bool count_zeros, I& zeros) {
@@ -404,17 +410,39 @@ __device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, 
   const I start = lane <= nrows ? row_ptr[row0 + lane] : eb;
   const std::uint32_t cu = static_cast<std::uint32_t>(c);
   constexpr std::uint32_t none = 0xffffffffu;  // above every key: q - q_lo < merge_span
+  // Entry k of row i of the block row: its key. Small offsets: across < merge_span * c <= 2^24
+  // (see small_divisor).
+  const auto key_of = [&](I k, int i) {
+    const std::uint32_t across = static_cast<std::uint32_t>(col[k]) - q_lo * cu, q_off = by_c(across);
+    const std::uint32_t in_block = static_cast<std::uint32_t>(i) * cu + (across - q_off * cu);
+    return q_off << 14 | in_block << 8 | static_cast<std::uint32_t>(k - ea);
+  };
   std::uint32_t key[Slots];
+  if constexpr (SlotPerRow) {
 #pragma unroll
-  for (int h = 0; h < Slots; ++h) {
-    const I k = __shfl_sync(full_warp, start, h) + lane;
-    key[h] = none;
-    if (k < __shfl_sync(full_warp, start, h + 1)) {
-      // Small offsets: across < merge_span * c <= 2^24 (see small_divisor).
-      const std::uint32_t across = static_cast<std::uint32_t>(col[k]) - q_lo * cu, q_off = by_c(across);
-      const std::uint32_t in_block = static_cast<std::uint32_t>(h) * cu + (across - q_off * cu);
-      key[h] = q_off << 14 | in_block << 8 | static_cast<std::uint32_t>(k - ea);
+    for (int h = 0; h < Slots; ++h) {
+      const I k = __shfl_sync(full_warp, start, h) + lane;
+      key[h] = k < __shfl_sync(full_warp, start, h + 1) ? key_of(k, h) : none;
     }
+  } else {
+#pragma unroll
+    for (int h = 0; h < Slots; ++h) {
+      const I k = ea + h * 32 + lane;
+      // The rows starting at or before k: k's row is the last (every lane shuffles).
+      const int i = warp_count_at_or_below(start, k < eb ? k : eb - 1) - 1;
+      key[h] = k < eb ? key_of(k, i) : none;
+    }
+#pragma unroll 1
+    for (int k = 2; k <= 32; k *= 2)
+#pragma unroll 1
+      for (int d = k / 2; d >= 1; d /= 2)
+#pragma unroll
+        for (int h = 0; h < Slots; ++h) {
+          const std::uint32_t other = __shfl_xor_sync(full_warp, key[h], d);
+          // Runs of k lanes alternately ascending and descending, the last (k = 32) ascending.
+          const bool keep_min = ((lane & d) == 0) == ((lane & k) == 0);
+          key[h] = keep_min ? min(key[h], other) : max(key[h], other);
+        }
   }
 #pragma unroll
   for (int k = 2; k <= Slots; k *= 2) {  // merging the sorted halves of each k slots
@@ -471,16 +499,16 @@ __device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, 
 // (list_wide_runs; `chunks` has room for nnz). Writes out[t], head[t], place[t] and head_col[t] (heads only) like
 // order_searched, and counts the stored zeros into zero_count where given.
 //
-// A warp takes a task of items_per_task items (block rows [task_lo, task_hi), see
-// first_block_row_at) 32 block rows at a time, a lane summing up each: its entries and the
+// A warp takes a task of items_per_task items (block rows [task_lo, task_hi) from
+// task_first, find_task_starts) 32 block rows at a time, a lane summing up each: its entries and the
 // block columns they span (the rows are sorted: their first and last entries bound them).
 // Consecutive block rows whose spans fit the bit array together form a run; a run's entries
 // are walked twice, once to set the bits and once, after the scan of the words, to place them.
 template <class V>
 __global__ void __launch_bounds__(threads, 4)
     order_counted(std::int64_t nnz, const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
-                  std::int64_t items_per_task, V* out, std::uint8_t* head, std::uint8_t* place, I* head_col,
-                  I* zero_count, I* chunks, I* chunk_count) {
+                  std::int64_t items_per_task, const I* task_first, V* out, std::uint8_t* head, std::uint8_t* place,
+                  I* head_col, I* zero_count, I* chunks, I* chunk_count) {
   __shared__ uint4 counted_shared[counted_shared_bytes / sizeof(uint4)];  // uint4: 16-byte accesses
   const int lane = static_cast<int>(threadIdx.x % 32);
   unsigned char* const mine = reinterpret_cast<unsigned char*>(counted_shared) + threadIdx.x / 32 * counted_warp_bytes;
@@ -493,10 +521,8 @@ __global__ void __launch_bounds__(threads, 4)
   const std::int64_t mb = (rows + r - 1) / r, items = mb + nnz, tasks = (items + items_per_task - 1) / items_per_task;
   I zeros = 0;
   for (std::int64_t task = first_index() / 32; task < tasks; task += grid_stride() / 32) {
-    // Lanes 0-15 find the task's first block row, lanes 16-31 its end.
-    const std::int64_t target = (task + lane / 16) * items_per_task;
-    const long long found = first_block_row_at(row_ptr, rows, r, mb, target < items ? target : items);
-    const std::int64_t task_lo = __shfl_sync(full_warp, found, 0), task_hi = __shfl_sync(full_warp, found, 16);
+    const I bound = lane < 2 ? task_first[task + lane] : 0;
+    const std::int64_t task_lo = __shfl_sync(full_warp, bound, 0), task_hi = __shfl_sync(full_warp, bound, 1);
     for (std::int64_t g = task_lo; g < task_hi; g += 32) {
       const int n = task_hi - g < 32 ? static_cast<int>(task_hi - g) : 32;
       // Lane l: block row g + l, its entries [e0, e1), its columns [j_lo, j_hi].
@@ -528,17 +554,27 @@ __global__ void __launch_bounds__(threads, 4)
       // Wide block rows of short rows, too many entries to sort in a group: merged, one at a time.
       const bool mergeable = wide && !sortable && r <= merge_rows && longest <= merge_row_entries &&
                              j_hi / cu - q_lo < merge_span;
-      list_wide_runs(wide && !sortable && !mergeable, n, e0, e1, chunks, chunk_count);
+      // The others of at most 256 entries: sorted by slots, then merged, one at a time.
+      const bool slot_sortable = wide && !sortable && !mergeable && r <= sort_rows &&
+                                 e1 - e0 <= sort_slots_entries && j_hi / cu - q_lo < merge_span;
+      list_wide_runs(wide && !sortable && !mergeable && !slot_sortable, n, e0, e1, chunks, chunk_count);
       for (unsigned rest = __ballot_sync(full_warp, mergeable); rest != 0; rest &= rest - 1) {
         const int l = __ffs(static_cast<int>(rest)) - 1;
         const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, l);
         const std::uint32_t q = __shfl_sync(full_warp, q_lo, l);
         if (r <= 4)
-          order_merged<4>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
-                          zero_count != nullptr, zeros);
+          order_merged<4, true>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
+                                zero_count != nullptr, zeros);
         else
-          order_merged<8>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
-                          zero_count != nullptr, zeros);
+          order_merged<8, true>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
+                                zero_count != nullptr, zeros);
+      }
+      for (unsigned rest = __ballot_sync(full_warp, slot_sortable); rest != 0; rest &= rest - 1) {
+        const int l = __ffs(static_cast<int>(rest)) - 1;
+        const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, l);
+        const std::uint32_t q = __shfl_sync(full_warp, q_lo, l);
+        order_merged<8, false>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
+                               zero_count != nullptr, zeros);
       }
       for (unsigned rest = __ballot_sync(full_warp, sortable); rest != 0;) {
         const int first = __ffs(static_cast<int>(rest)) - 1;
@@ -796,9 +832,14 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
       check_cuda(cudaMemsetAsync(listed.data(), 0, sizeof(I), s), who + ": clearing the chunk count");
       const std::int64_t items = mb + nnz;
       const std::int64_t per_task = std::clamp(items / tasks_wanted, min_task_items, task_items);
-      order_counted<V><<<launch_blocks((items + per_task - 1) / per_task * 32, threads), threads, 0, s>>>(
-          nnz, row_ptr, a.rows, col, val, r, c, per_task, out, o.head.data(), o.place.data(), o.head_col.data(),
-          zero_count, o.block_no.data(), listed.data());
+      const std::int64_t tasks = (items + per_task - 1) / per_task;
+      device_array<I> task_first(tasks + 1);
+      find_task_starts<<<launch_blocks(tasks + 1, threads), threads, 0, s>>>(row_ptr, a.rows, r, per_task, tasks,
+                                                                             task_first.data());
+      check_launch(who, "finding the tasks' block rows");
+      order_counted<V><<<launch_blocks(tasks * 32, threads), threads, 0, s>>>(
+          nnz, row_ptr, a.rows, col, val, r, c, per_task, task_first.data(), out, o.head.data(), o.place.data(),
+          o.head_col.data(), zero_count, o.block_no.data(), listed.data());
       check_launch(who, "putting the entries in block order");
       // The listed chunks are counted on the device by one resident wave of blocks (none
       // when every block row was counted).

@@ -130,8 +130,9 @@ TEST(GpuBcsrConvert, MatchesTheCpuOnRealMatrices) {
 }
 
 // Every ordering pass of convert/gpu/block_rows.cuh (see test::block_order_passes), with
-// stored zeros: the squares up to 8 x 8 and 2 x 3 count, sort or merge, 16 x 16 searches every
-// entry (more than 64 positions a block), and 5 x 7 and 6 x 6 merge the wide block rows.
+// stored zeros: the squares up to 8 x 8 and 2 x 3 count, sort, merge or sort by slots, 16 x 16
+// searches every entry (more than 64 positions a block), and 5 x 7 and 6 x 6 merge the wide
+// block rows.
 TEST(GpuBcsrConvert, EveryOrderingPass) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
