@@ -23,8 +23,11 @@
 // the counting pass (order_sorted: a bitonic sort of their keys by shuffles); block rows of
 // more entries over at most 8 rows of at most 32 entries each (stencil-like matrices) are
 // merged there, a warp a block row (order_merged: bitonic merges of the rows, each already
-// sorted). The rest, and blocks of more than 64 positions (BCSR up to 16 x 16) or one row each
-// (r = 1, where nothing is searched), take their ranks by searching (order_searched). With the rows sorted, the
+// sorted), and other block rows of at most 256 entries over at most 32 rows are sorted by the
+// same network after each slot of 32 entries is sorted (graph-like matrices of long rows).
+// The rest, and blocks of more than 64 positions (BCSR up to 16 x 16) or one row each (r = 1,
+// where nothing is searched), take their ranks by searching (order_searched). With the rows
+// sorted, the
 // entries that come before the entry (i, j) of a block row in block order (q = j / c) are
 //   - in each row above i, those of columns < (q + 1) * c,
 //   - in row i, those before it,
