@@ -23,8 +23,9 @@
 // the counting pass (order_sorted: a bitonic sort of their keys by shuffles); block rows of
 // more entries over at most 8 rows of at most 32 entries each (stencil-like matrices) are
 // merged there, a warp a block row (order_merged: bitonic merges of the rows, each already
-// sorted), and other block rows of at most 256 entries over at most 32 rows are sorted by the
-// same network after each slot of 32 entries is sorted (graph-like matrices of long rows).
+// sorted), and other block rows of at most 512 entries over at most 32 rows are sorted by the
+// same network after each slot of 32 entries is sorted (graph-like matrices of long rows; those
+// of over 256 entries by a kernel of their own, order_slot_rows).
 // The rest, and blocks of more than 64 positions (BCSR up to 16 x 16) or one row each (r = 1,
 // where nothing is searched), take their ranks by searching (order_searched). With the rows
 // sorted, the
@@ -85,7 +86,9 @@ constexpr std::int64_t sparse_span = 128;
 // last block row. Smaller matrices get smaller tasks (down to min_task_items), so that there
 // are about tasks_wanted of them, several per warp the device holds at once (4224 on an H100).
 // Smaller tasks end the pass with less imbalance between warps, and a block (8 warps, one
-// task each) holds its place on the multiprocessor until its last warp is done. Stop 24
+// task each) holds its place on the multiprocessor until its last warp is done (yet blocks of
+// 4, 2 or 1 warps, each warp keeping its 6 KiB, measured no better in stop 26: 5.07 SpMV-times
+// with 8, 5.08, 5.12, 5.09; Groebner_id2003_aug 8.36, 8.18, 8.80, 9.27). Stop 24
 // (CSR -> MBR, H100, double, replicated set / stencil SpMV-times, each in one device call):
 // 4096 -> 1024 items, 5.64 / 4.73 -> 5.47 / 4.57 (512: 5.55 / 4.67). Stop 25, with the
 // walks' entries staged and the 16-way search for the task's block rows: 1024 -> 512, 5.32 /
@@ -225,8 +228,9 @@ struct entries_staged {  // the second walk: columns and values
 // entries_staged) copied of k, source.slots steps ahead; a step's slot is refilled after f,
 // which has used what it read there.
 // Rows come from a window rather than a search per entry: lane l holds the start of row
-// base + 1 + l, and each lane counts those at or before its entry (sorted, so a binary search
-// over the lanes by shuffles). The window moves on by 32 rows only when a step's entries pass
+// base + 1 + l, and each lane counts those at or before its entry: where the window's starts
+// are distinct, by one OR of the starts inside the step (rows_at), else by a binary search over
+// the lanes by shuffles (sorted starts; empty rows share theirs). The window moves on by 32 rows only when a step's entries pass
 // it, so most steps read no row start: a window read at every step put a memory latency
 // between consecutive steps (each window following from the last step's row), 60% of the
 // counting pass's stalls on Groebner_id2003_aug and bcsstk13 (Nsight Compute, H100).
@@ -250,6 +254,22 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, I ea, I eb, I r
     return row_ptr[p < static_cast<std::uint32_t>(rb) ? p : rb];
   };
   I start = window();
+  // Whether the window's starts below eb are distinct (no empty row among them), so that the
+  // rows of a step's entries follow from one mask of the starts inside the step (rows_at).
+  const auto distinct = [&] {
+    const I next = __shfl_down_sync(full_warp, start, 1);
+    return !__any_sync(full_warp, lane < 31 && start == next && start < eb);
+  };
+  bool exact = distinct();
+  // The starts at or before entry k0 + o, o < 32 (this lane's k): those before the step, and
+  // those inside it up to o, one bit each at their offset (distinct, and a start of eb or later
+  // lies past every o). One OR over the warp where the search by shuffles took six.
+  const auto rows_at = [&](std::uint32_t k0, std::uint32_t o) {
+    const std::uint32_t rel = static_cast<std::uint32_t>(start) - k0;  // wraps past 31 before k0
+    const unsigned inside = __reduce_or_sync(full_warp, rel < 32 ? 1u << rel : 0u);
+    const int before = __popc(__ballot_sync(full_warp, static_cast<std::uint32_t>(start) < k0));
+    return before + __popc(inside & ((2u << o) - 1u));
+  };
   int slot = 0;
   for (std::uint32_t k0 = static_cast<std::uint32_t>(ea); k0 < end; k0 += 32) {
     const bool active = k0 + lane < end;
@@ -259,7 +279,7 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, I ea, I eb, I r
     std::uint32_t i = base;
     bool found = false;
     for (;;) {
-      const int n = warp_count_at_or_below(start, k);
+      const int n = exact ? rows_at(k0, static_cast<std::uint32_t>(k) - k0) : warp_count_at_or_below(start, k);
       // Fewer than 32 starts at or before k: row base + n holds k. All 32: move the window on
       // (row base + 32 starts at or before this step's last entry, so before every later one).
       if (!found) {
@@ -269,6 +289,7 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, I ea, I eb, I r
       if (__all_sync(full_warp, found)) break;
       base += 32;
       start = window();
+      exact = distinct();
     }
     f(active, static_cast<I>(i), entry);
     fetch(slot, k0 + 32 * S::slots);
@@ -301,6 +322,23 @@ __device__ __forceinline__ void list_wide_runs(bool wide, int n, I e0, I e1, I* 
     const std::int64_t from = e0 + std::int64_t{m} * chunk;
     chunks[2 * (base + m)] = static_cast<I>(from);
     chunks[2 * (base + m) + 1] = static_cast<I>(min(from + chunk, std::int64_t{run_end}));
+  }
+}
+
+// Lists the block rows of the lanes where `listed` (block row br, its first block column q_lo)
+// for order_slot_rows' sort by 16 slots, from the end of the chunk array down (`end` = chunks +
+// nnz): pair d at end[-2d - 2], end[-2d - 1]. Such a block row holds over 256 entries, so the
+// pairs and list_wide_runs' chunks (at most one pair per 2 entries) fit in nnz elements together.
+__device__ __forceinline__ void list_slot_rows(bool listed, std::int64_t br, std::uint32_t q_lo, I* end, I* count) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const unsigned lanes = __ballot_sync(full_warp, listed);
+  if (lanes == 0) return;
+  I base = 0;
+  if (lane == 0) base = atomicAdd(count, __popc(lanes));
+  const I d = __shfl_sync(full_warp, base, 0) + __popc(lanes & ((1u << lane) - 1u));
+  if (listed) {
+    end[-2 * d - 2] = static_cast<I>(br);
+    end[-2 * d - 1] = static_cast<I>(q_lo);
   }
 }
 
@@ -374,23 +412,30 @@ __device__ void order_sorted(const I* row_ptr, std::int64_t rows, const I* col, 
   }
 }
 
+// order_merged's 32-bit key of an entry: its block column less the block row's first (the high
+// bits), its place i*c + j inside the block (6 bits) and its index in the block row (the low
+// index_bits, at least 8: Slots * 32 entries). merge_span<Slots> bounds the block columns a
+// block row may span, so that every key stays below the padding key 0xffffffff.
+template <int Slots>
+constexpr int merge_index_bits = Slots <= 8 ? 8 : 9;
+template <int Slots>
+constexpr std::uint32_t merge_span = (1u << (32 - 6 - merge_index_bits<Slots>)) - 1;
 // Wide block rows of at most merge_rows rows of at most 32 entries each (a lane per entry), over
-// fewer than merge_span block columns (18 bits of order_merged's key): most block rows of
-// stencil-like matrices (the 27-point stencil's 8 rows of 27 entries span ~10K blocks of 8
-// columns, too wide to count and too many entries to sort).
+// fewer than merge_span<8> block columns (2^18 - 1): most block rows of stencil-like matrices
+// (the 27-point stencil's 8 rows of 27 entries span ~10K blocks of 8 columns, too wide to count
+// and too many entries to sort).
 constexpr int merge_rows = 8;
 constexpr int merge_row_entries = 32;
-constexpr std::uint32_t merge_span = (1u << 18) - 1;
-// Other wide block rows of at most 256 entries (8 slots of 32) over at most sort_rows rows and
+// Other wide block rows of at most 512 entries (16 slots of 32) over at most sort_rows rows and
 // fewer than merge_span block columns are sorted by a warp alone, by the same network after a
 // sort of each slot (order_merged with SlotPerRow false): rows of over 32 entries, as in
-// graph-like matrices of 8 x 1 blocks (ca-AstroPh).
-constexpr int sort_slots_entries = 256;
+// graph-like matrices of 8 x 1 blocks (ca-AstroPh). Up to 256 entries take 8 slots.
+constexpr int sort_slots_entries = 512;
 
 // Block order by merging, for one wide block row br (see above) holding the entries [ea, eb):
 // slot h of the warp (element h * 32 + lane, h < Slots, r <= Slots) holds row h's entry `lane`
-// as the 32-bit key (q - q_lo: 18 bits, i*c + j inside the block: 6, index in the block row:
-// 8). A row holds its entries by column, so by (q, i*c + j): every slot is sorted (padded with
+// as the 32-bit key (q - q_lo, i*c + j inside the block, index in the block row: see
+// merge_index_bits). A row holds its entries by column, so by (q, i*c + j): every slot is sorted (padded with
 // the greatest key), and bitonic merges of slot pairs, then quads, then eights sort the block
 // row. Each merge first compares an element with its mirror in the other half, so that every
 // later exchange keeps the smaller key below; only exchanges at distances under 32 shuffle. 21
@@ -412,13 +457,15 @@ __device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, 
   // Lane l <= nrows: the start of row row0 + l (l = nrows: eb); the lanes after: eb.
   const I start = lane <= nrows ? row_ptr[row0 + lane] : eb;
   const std::uint32_t cu = static_cast<std::uint32_t>(c);
-  constexpr std::uint32_t none = 0xffffffffu;  // above every key: q - q_lo < merge_span
+  constexpr int index_bits = merge_index_bits<Slots>, q_shift = index_bits + 6;
+  constexpr std::uint32_t index_mask = (1u << index_bits) - 1u;
+  constexpr std::uint32_t none = 0xffffffffu;  // above every key: q - q_lo < merge_span<Slots>
   // Entry k of row i of the block row: its key. Small offsets: across < merge_span * c <= 2^24
   // (see small_divisor).
   const auto key_of = [&](I k, int i) {
     const std::uint32_t across = static_cast<std::uint32_t>(col[k]) - q_lo * cu, q_off = by_c(across);
     const std::uint32_t in_block = static_cast<std::uint32_t>(i) * cu + (across - q_off * cu);
-    return q_off << 14 | in_block << 8 | static_cast<std::uint32_t>(k - ea);
+    return q_off << q_shift | in_block << index_bits | static_cast<std::uint32_t>(k - ea);
   };
   std::uint32_t key[Slots];
   if constexpr (SlotPerRow) {
@@ -486,13 +533,13 @@ __device__ void order_merged(const I* row_ptr, std::int64_t rows, const I* col, 
     const int p = h * 32 + lane;
     if (p >= count) continue;
     const std::uint32_t k = key[h], before = lane > 0 ? up : last_of_slot_before;
-    const bool opens = p == 0 || (before >> 14) != (k >> 14);
+    const bool opens = p == 0 || (before >> q_shift) != (k >> q_shift);
     const I t = ea + p;
-    const V v = val[ea + static_cast<I>(k & 255u)];
+    const V v = val[ea + static_cast<I>(k & index_mask)];
     out[t] = v;
     head[t] = opens ? 1 : 0;
-    place[t] = static_cast<std::uint8_t>((k >> 8) & 63u);
-    if (opens) head_col[t] = static_cast<I>(q_lo + (k >> 14));
+    place[t] = static_cast<std::uint8_t>((k >> index_bits) & 63u);
+    if (opens) head_col[t] = static_cast<I>(q_lo + (k >> q_shift));
     if (count_zeros && all_bits_zero(v)) ++zeros;
   }
 }
@@ -556,11 +603,16 @@ __global__ void __launch_bounds__(threads, 4)
       const bool sortable = wide && r <= sort_rows && e1 - e0 <= sort_entries;
       // Wide block rows of short rows, too many entries to sort in a group: merged, one at a time.
       const bool mergeable = wide && !sortable && r <= merge_rows && longest <= merge_row_entries &&
-                             j_hi / cu - q_lo < merge_span;
-      // The others of at most 256 entries: sorted by slots, then merged, one at a time.
-      const bool slot_sortable = wide && !sortable && !mergeable && r <= sort_rows &&
-                                 e1 - e0 <= sort_slots_entries && j_hi / cu - q_lo < merge_span;
+                             j_hi / cu - q_lo < merge_span<8>;
+      // The others of at most 512 entries: sorted by slots, then merged, one at a time.
+      const bool slot_sortable =
+          wide && !sortable && !mergeable && r <= sort_rows && e1 - e0 <= sort_slots_entries &&
+          j_hi / cu - q_lo < (e1 - e0 <= 256 ? merge_span<8> : merge_span<16>);
       list_wide_runs(wide && !sortable && !mergeable && !slot_sortable, n, e0, e1, chunks, chunk_count);
+      // Those of over 256 entries are listed for a kernel of their own (order_slot_rows): the 16
+      // keys a lane of their sort made this kernel's walks spill.
+      const bool slots16 = slot_sortable && e1 - e0 > 256;
+      list_slot_rows(slots16, g + lane, q_lo, chunks + nnz, chunk_count + 1);
       for (unsigned rest = __ballot_sync(full_warp, mergeable); rest != 0; rest &= rest - 1) {
         const int l = __ffs(static_cast<int>(rest)) - 1;
         const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, l);
@@ -572,7 +624,7 @@ __global__ void __launch_bounds__(threads, 4)
           order_merged<8, true>(row_ptr, rows, col, val, r, c, by_c, g + l, ea, eb, q, out, head, place, head_col,
                                 zero_count != nullptr, zeros);
       }
-      for (unsigned rest = __ballot_sync(full_warp, slot_sortable); rest != 0; rest &= rest - 1) {
+      for (unsigned rest = __ballot_sync(full_warp, slot_sortable && !slots16); rest != 0; rest &= rest - 1) {
         const int l = __ffs(static_cast<int>(rest)) - 1;
         const I ea = __shfl_sync(full_warp, e0, l), eb = __shfl_sync(full_warp, e1, l);
         const std::uint32_t q = __shfl_sync(full_warp, q_lo, l);
@@ -760,6 +812,31 @@ __global__ void order_searched(std::int64_t nnz, const I* row_ptr, std::int64_t 
   }
 }
 
+// Block order by sorting 16 slots (order_merged) for the block rows order_counted listed
+// (list_slot_rows: `count` pairs down from `end`), a warp each. A kernel of its own: its 16 keys
+// a lane took the searching kernel from 39 registers to 64, and a resident wave of it from 48
+// warps a multiprocessor to 32.
+template <class V>
+__global__ void order_slot_rows(const I* row_ptr, std::int64_t rows, const I* col, const V* val, int r, int c,
+                                const I* end, const I* count, V* out, std::uint8_t* head, std::uint8_t* place,
+                                I* head_col, I* zero_count) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t listed = *count;
+  const small_divisor by_c(static_cast<std::uint32_t>(c));
+  I zeros = 0;
+  for (std::int64_t d = first_index() / 32; d < listed; d += grid_stride() / 32) {
+    const std::int64_t br = end[-2 * d - 2], row0 = br * r;
+    const I ea = row_ptr[row0], eb = row_ptr[row0 + r < rows ? row0 + r : rows];
+    order_merged<16, false>(row_ptr, rows, col, val, r, c, by_c, br, ea, eb, static_cast<std::uint32_t>(end[-2 * d - 1]),
+                            out, head, place, head_col, zero_count != nullptr, zeros);
+  }
+  // Every lane gets here (the loop above steps whole warps): one atomic per warp at most.
+  if (zero_count != nullptr) {
+    const I total = __reduce_add_sync(full_warp, zeros);
+    if (lane == 0 && total > 0) atomicAdd(zero_count, total);
+  }
+}
+
 // The block number of block-order position t: the heads in [0, t], so that t lies in block
 // block_number - 1. block_no holds the heads up to the end of each 4-byte word of head
 // (block_order); t's word less those after t in it. Head bytes are 0 or 1: a popcount counts
@@ -829,10 +906,10 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
     const V* val = a.values.data();
     // Rows of one block row (r = 1) search nothing: they take the searching pass throughout.
     if (r > 1 && r * c <= 64) {
-      // The chunk list of the wide block rows lives in block_no until the scan numbers the
-      // blocks there (list_wide_runs: it fits).
-      device_array<I> listed(1);
-      check_cuda(cudaMemsetAsync(listed.data(), 0, sizeof(I), s), who + ": clearing the chunk count");
+      // The chunk list of the wide block rows and the list of block rows to sort by 16 slots
+      // live in block_no until the scan numbers the blocks there (list_slot_rows: they fit).
+      device_array<I> listed(2);  // the chunks' count, then the block rows'
+      check_cuda(cudaMemsetAsync(listed.data(), 0, 2 * sizeof(I), s), who + ": clearing the chunk count");
       const std::int64_t items = mb + nnz;
       const std::int64_t per_task = std::clamp(items / tasks_wanted, min_task_items, task_items);
       const std::int64_t tasks = (items + per_task - 1) / per_task;
@@ -851,6 +928,11 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
           nnz, row_ptr, a.rows, col, val, r, c, o.block_no.data(), listed.data(), out, o.head.data(), o.place.data(),
           o.head_col.data(), zero_count);
       check_launch(who, "putting the wide block rows in block order");
+      const auto slot_rows = order_slot_rows<V>;
+      slot_rows<<<resident_blocks(slot_rows, threads, ctx.device(), who), threads, 0, s>>>(
+          row_ptr, a.rows, col, val, r, c, o.block_no.data() + nnz, listed.data() + 1, out, o.head.data(),
+          o.place.data(), o.head_col.data(), zero_count);
+      check_launch(who, "sorting the block rows of 257 to 512 entries");
     } else {
       const auto searched = r > 1 ? order_searched<V, true> : order_searched<V, false>;
       searched<<<launch_blocks((nnz + chunk - 1) / chunk * 32, threads), threads, 0, s>>>(

@@ -131,14 +131,16 @@ TEST(GpuBcsrConvert, MatchesTheCpuOnRealMatrices) {
 
 // Every ordering pass of convert/gpu/block_rows.cuh (see test::block_order_passes), with
 // stored zeros: the squares up to 8 x 8 and 2 x 3 count, sort, merge or sort by slots, 16 x 16
-// searches every entry (more than 64 positions a block), and 5 x 7 and 6 x 6 merge the wide
-// block rows.
+// searches every entry (more than 64 positions a block), 5 x 7 and 6 x 6 merge the wide block
+// rows, and 16 x 4 sorts those of 320 to 333 entries by 16 slots (order_slot_rows).
 TEST(GpuBcsrConvert, EveryOrderingPass) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto a = test::block_order_passes();
   const auto f = test::cast_values<float>(a);
-  for (const auto& p : requests) {
+  std::vector<bcsr_params> passes = requests;
+  passes.push_back({16, 4});
+  for (const auto& p : passes) {
     check_conversions(a, p, ctx);
     check_conversions(f, p, ctx);
   }

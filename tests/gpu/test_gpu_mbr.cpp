@@ -172,9 +172,10 @@ TEST(GpuMbrConvert, MatchesTheCpuOnRealMatrices) {
 // Every ordering pass of convert/gpu/block_rows.cuh (see test::block_order_passes): of the
 // wide block rows, 8x8, 7x9 and 5x3 merge those of twelve or twenty entries a row by 8 slots,
 // 4x4, 4x8 and 3x5 (the rows of 20 and 32) by 4; those holding the row of 33 entries, and
-// 16x4's of twelve entries a row (16 rows), sort by slots; 8x2 over the twelve (a span of
-// 440K blocks), the block rows holding row 128's 612 entries, 16x4's of twenty entries a row
-// (over 256 entries), 64x1 (64 rows) and 1-row blocks search; 2-row blocks sort.
+// 16x4's of twelve entries a row (16 rows), sort by 8 slots, 16x4's of twenty entries a row
+// (320 to 333 entries) by 16 slots in a kernel of their own; 8x2 over the twelve (a span of
+// 440K blocks), the block rows holding row 128's 612 entries, 64x1 (64 rows) and 1-row blocks
+// search; 2-row blocks sort.
 TEST(GpuMbrConvert, EveryOrderingPass) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
