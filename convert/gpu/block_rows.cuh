@@ -230,10 +230,11 @@ struct entries_staged {  // the second walk: columns and values
 // Rows come from a window rather than a search per entry: lane l holds the start of row
 // base + 1 + l, and each lane counts those at or before its entry: where the window's starts
 // are distinct, by one OR of the starts inside the step (rows_at), else by a binary search over
-// the lanes by shuffles (sorted starts; empty rows share theirs). The window moves on by 32 rows only when a step's entries pass
-// it, so most steps read no row start: a window read at every step put a memory latency
-// between consecutive steps (each window following from the last step's row), 60% of the
-// counting pass's stalls on Groebner_id2003_aug and bcsstk13 (Nsight Compute, H100).
+// the lanes by shuffles (sorted starts; empty rows share theirs). The window moves on by 32
+// rows only when a step's entries pass it, so most steps read no row start: a window read at
+// every step put a memory latency between consecutive steps (each window following from the
+// last step's row), 60% of the counting pass's stalls on Groebner_id2003_aug and bcsstk13
+// (Nsight Compute, H100).
 template <class S, class F>
 __device__ __forceinline__ void for_each_entry(const I* row_ptr, I ea, I eb, I ra, I rb, const S& source, F&& f) {
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -435,8 +436,8 @@ constexpr int sort_slots_entries = 512;
 // Block order by merging, for one wide block row br (see above) holding the entries [ea, eb):
 // slot h of the warp (element h * 32 + lane, h < Slots, r <= Slots) holds row h's entry `lane`
 // as the 32-bit key (q - q_lo, i*c + j inside the block, index in the block row: see
-// merge_index_bits). A row holds its entries by column, so by (q, i*c + j): every slot is sorted (padded with
-// the greatest key), and bitonic merges of slot pairs, then quads, then eights sort the block
+// merge_index_bits). A row holds its entries by column, so by (q, i*c + j): every slot is
+// sorted (padded with the greatest key), and bitonic merges of slot pairs, then quads, then eights sort the block
 // row. Each merge first compares an element with its mirror in the other half, so that every
 // later exchange keeps the smaller key below; only exchanges at distances under 32 shuffle. 21
 // exchanges of 8 keys a lane for 8 slots, about 3 warp instructions an entry and no memory
@@ -827,8 +828,9 @@ __global__ void order_slot_rows(const I* row_ptr, std::int64_t rows, const I* co
   for (std::int64_t d = first_index() / 32; d < listed; d += grid_stride() / 32) {
     const std::int64_t br = end[-2 * d - 2], row0 = br * r;
     const I ea = row_ptr[row0], eb = row_ptr[row0 + r < rows ? row0 + r : rows];
-    order_merged<16, false>(row_ptr, rows, col, val, r, c, by_c, br, ea, eb, static_cast<std::uint32_t>(end[-2 * d - 1]),
-                            out, head, place, head_col, zero_count != nullptr, zeros);
+    const std::uint32_t q_lo = static_cast<std::uint32_t>(end[-2 * d - 1]);
+    order_merged<16, false>(row_ptr, rows, col, val, r, c, by_c, br, ea, eb, q_lo, out, head, place, head_col,
+                            zero_count != nullptr, zeros);
   }
   // Every lane gets here (the loop above steps whole warps): one atomic per warp at most.
   if (zero_count != nullptr) {
