@@ -298,6 +298,14 @@ __device__ __forceinline__ void for_each_entry(const I* row_ptr, I ea, I eb, I r
   }
 }
 
+// Adds the stored zeros the warp's lanes counted to *zero_count where given: one atomic per warp
+// at most. Every lane of the warp must reach it (a full-mask reduction).
+__device__ __forceinline__ void add_warp_zeros(I* zero_count, I zeros, int lane) {
+  if (zero_count == nullptr) return;
+  const I total = __reduce_add_sync(full_warp, zeros);
+  if (lane == 0 && total > 0) atomicAdd(zero_count, total);
+}
+
 // Lists the wide block rows among a warp's 32 (lane l: block row l of the group, `wide`,
 // its entries [e0, e1); lanes from n on hold none) for order_searched: each run of
 // consecutive wide block rows, whose entries are consecutive, as chunks of up to `chunk`
@@ -430,8 +438,9 @@ constexpr int merge_row_entries = 32;
 // Other wide block rows of at most 512 entries (16 slots of 32) over at most sort_rows rows and
 // fewer than merge_span block columns are sorted by a warp alone, by the same network after a
 // sort of each slot (order_merged with SlotPerRow false): rows of over 32 entries, as in
-// graph-like matrices of 8 x 1 blocks (ca-AstroPh). Up to 256 entries take 8 slots.
-constexpr int sort_slots_entries = 512;
+// graph-like matrices of 8 x 1 blocks (ca-AstroPh). Up to sort_8_slots_entries take 8 slots,
+// the others 16 (order_slot_rows).
+constexpr int sort_slots_entries = 512, sort_8_slots_entries = 8 * 32;
 
 // Block order by merging, for one wide block row br (see above) holding the entries [ea, eb):
 // slot h of the warp (element h * 32 + lane, h < Slots, r <= Slots) holds row h's entry `lane`
@@ -608,11 +617,11 @@ __global__ void __launch_bounds__(threads, 4)
       // The others of at most 512 entries: sorted by slots, then merged, one at a time.
       const bool slot_sortable =
           wide && !sortable && !mergeable && r <= sort_rows && e1 - e0 <= sort_slots_entries &&
-          j_hi / cu - q_lo < (e1 - e0 <= 256 ? merge_span<8> : merge_span<16>);
+          j_hi / cu - q_lo < (e1 - e0 <= sort_8_slots_entries ? merge_span<8> : merge_span<16>);
       list_wide_runs(wide && !sortable && !mergeable && !slot_sortable, n, e0, e1, chunks, chunk_count);
       // Those of over 256 entries are listed for a kernel of their own (order_slot_rows): the 16
       // keys a lane of their sort made this kernel's walks spill.
-      const bool slots16 = slot_sortable && e1 - e0 > 256;
+      const bool slots16 = slot_sortable && e1 - e0 > sort_8_slots_entries;
       list_slot_rows(slots16, g + lane, q_lo, chunks + nnz, chunk_count + 1);
       for (unsigned rest = __ballot_sync(full_warp, mergeable); rest != 0; rest &= rest - 1) {
         const int l = __ffs(static_cast<int>(rest)) - 1;
@@ -706,7 +715,6 @@ __global__ void __launch_bounds__(threads, 4)
             run += __shfl_sync(full_warp, incl, 31);
           }
           __syncwarp();
-          // The set bits below bit b: the entries before it in block order.
           // The set bits below bit b: the entries before it in block order. Its word's quad
           // (one 16-byte read) gives the bits below it in the quad.
           const auto rank = [&](I b) {
@@ -740,11 +748,8 @@ __global__ void __launch_bounds__(threads, 4)
       }
     }
   }
-  // Every lane gets here (the loops above step whole warps): one atomic per warp at most.
-  if (zero_count != nullptr) {
-    const I total = __reduce_add_sync(full_warp, zeros);
-    if (lane == 0 && total > 0) atomicAdd(zero_count, total);
-  }
+  // Every lane gets here: the loops above step whole warps.
+  add_warp_zeros(zero_count, zeros, lane);
 }
 
 // Block order by searching (see the top of this file): puts every entry of its chunks at its
@@ -806,11 +811,8 @@ __global__ void order_searched(std::int64_t nnz, const I* row_ptr, std::int64_t 
       if (zero_count != nullptr && all_bits_zero(v)) ++zeros;
     }
   }
-  // Every lane gets here (the loop above steps whole warps): one atomic per warp at most.
-  if (zero_count != nullptr) {
-    const I total = __reduce_add_sync(full_warp, zeros);
-    if (lane == 0 && total > 0) atomicAdd(zero_count, total);
-  }
+  // Every lane gets here: the loop above steps whole warps.
+  add_warp_zeros(zero_count, zeros, lane);
 }
 
 // Block order by sorting 16 slots (order_merged) for the block rows order_counted listed
@@ -832,11 +834,8 @@ __global__ void order_slot_rows(const I* row_ptr, std::int64_t rows, const I* co
     order_merged<16, false>(row_ptr, rows, col, val, r, c, by_c, br, ea, eb, q_lo, out, head, place, head_col,
                             zero_count != nullptr, zeros);
   }
-  // Every lane gets here (the loop above steps whole warps): one atomic per warp at most.
-  if (zero_count != nullptr) {
-    const I total = __reduce_add_sync(full_warp, zeros);
-    if (lane == 0 && total > 0) atomicAdd(zero_count, total);
-  }
+  // Every lane gets here: the loop above steps whole warps.
+  add_warp_zeros(zero_count, zeros, lane);
 }
 
 // The block number of block-order position t: the heads in [0, t], so that t lies in block
