@@ -10,17 +10,17 @@
 //
 // Which kernel runs (mbr_spmv_kernel, spmv_mbr.hpp, where the measurements are):
 // - gpu::spmv with r in {1, 2, 4, 8}, every height the automatic block size can pick
-//   (cpu::resolve_mbr_params), on matrices of fewer than 2^18 rows: the block-row kernel. A
-//   group of L lanes of one warp takes a block row (mbr_lanes_per_block_row), a window of L
-//   blocks at a time, one per lane; the lanes list the window's values (bit, block) in shared
-//   memory, then read the values in chunks of L (coalesced), a lane per value (see the
-//   kernel). The R = r sums of the block row are kept in registers (R a template parameter)
-//   and a shuffle tree adds the group's sums.
-// - the same heights on matrices of 2^18 rows and more: the tile kernel. A warp takes 256
-//   consecutive blocks whatever block rows they belong to, 32 at a time, and a lane per run
-//   (one row's slice of one block) sums it; block rows split between warps are added
-//   atomically (see the kernel).
-//   Why both: the row kernel below makes every row of a block row walk all of its blocks, so
+//   (cpu::resolve_mbr_params): the tile kernel. A warp takes up to 256 consecutive blocks
+//   whatever block rows they belong to, 32 at a time, and a lane per run (one row's slice of
+//   one block) sums it; block rows split between warps are added atomically (see the kernel).
+// - on request (mbr_kernel::block_rows), the same heights: the block-row kernel. A group of L
+//   lanes of one warp takes a block row (mbr_lanes_per_block_row), a window of L blocks at a
+//   time, one per lane; the lanes list the window's values (bit, block) in shared memory, then
+//   read the values in chunks of L (coalesced), a lane per value (see the kernel). The R = r
+//   sums of the block row are kept in registers (R a template parameter) and a shuffle tree
+//   adds the group's sums. One launch, against the tile kernel's two, but a long block row
+//   holds its group alone.
+//   Why not the row kernel: it makes every row of a block row walk all of its blocks, so
 //   a long block row holds its r threads for the whole walk while the rest of the warp idles,
 //   and a warp's threads read values of different block rows far apart. Lanes split a row's
 //   sum, and products may be contracted to FMA (nvcc's default, as in the BCSR kernel), so
@@ -262,13 +262,19 @@ __global__ void __launch_bounds__(tile_threads)
   if (t >= m.tiles) return;  // the whole warp
   const std::int64_t b0 = t * m.tile_items, b1 = min(b0 + m.tile_items, m.items);
   std::int64_t cur = first_row[t];  // the first block row not yet written
-  const std::int64_t first_block = block_row_ptr[cur];
+  const std::int64_t first_block = block_row_ptr[cur], row_end = block_row_ptr[cur + 1];
   // The tile's first value: its first block row's, plus the values of that block row's blocks
-  // before the tile.
-  unsigned before = 0;
-  for (std::int64_t b = first_block + lane; b - lane < b0; b += warp_size)
-    before += b < b0 ? static_cast<unsigned>(__popcll(bitmaps[b])) : 0u;
-  std::int64_t v0 = value_ptr[cur] + static_cast<std::int64_t>(__reduce_add_sync(full_mask, before));
+  // before the tile, or the next block row's, less the values of this one's blocks from the
+  // tile's first on, whichever counts fewer bitmaps (only block rows longer than a tile have
+  // blocks on both sides: arrow's dense first row makes a block row of 5813 blocks of 8 x 8).
+  const auto values_in = [&](std::int64_t from, std::int64_t to) {
+    unsigned n = 0;
+#pragma unroll 4
+    for (std::int64_t b = from + lane; b < to; b += warp_size) n += static_cast<unsigned>(__popcll(bitmaps[b]));
+    return static_cast<std::int64_t>(__reduce_add_sync(full_mask, n));
+  };
+  std::int64_t v0 = b0 - first_block <= row_end - b0 ? value_ptr[cur] + values_in(first_block, b0)
+                                                     : value_ptr[cur + 1] - values_in(b0, row_end);
   bool carrying = false;  // whether carried holds the part of block row cur before the window
   // A window's bitmaps and columns are loaded a window ahead, and the bounds of the block rows
   // it may finish before its values.
@@ -471,7 +477,7 @@ template <class V>
 void spmv(const mbr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, mbr_kernel kernel) {
   const std::int64_t block_rows = checked_block_rows(a, "gpu::spmv");
   const int r = a.params.block_rows, w = a.params.bitmap_bytes;
-  if (kernel == mbr_kernel::automatic) kernel = mbr_spmv_kernel(a.rows, r);
+  if (kernel == mbr_kernel::automatic) kernel = mbr_spmv_kernel(r);
   if (kernel != mbr_kernel::rows && !mbr_lane_kernel_height(r))
     fail(errc::usage, "gpu::spmv: the mbr " + std::string(kernel == mbr_kernel::tiles ? "tile" : "block-row") +
                           " kernel takes blocks of 1, 2, 4 or 8 rows, not " + std::to_string(r));

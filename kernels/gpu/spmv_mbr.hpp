@@ -32,28 +32,25 @@ inline const char* mbr_kernel_name(mbr_kernel k) {
   }
 }
 
-// Which kernel gpu::spmv runs by default. Block heights r in {1, 2, 4, 8} (every height the
-// automatic block size picks) take the block-row kernel below mbr_block_row_kernel_rows rows
-// and the tile kernel from there; other heights take the row kernel.
-// Measured on the H100 (double, geometric means against cuSPARSE). On the 20 real matrices as
-// they are (1.6K-115K rows), where the row kernel cannot fill the GPU: the row kernel 0.22x
-// (stop 16); a lane per block, stop 16's block-row kernel, 0.41x; a lane per value searching
-// each value's block, 0.57x (stop 17); a lane per value with the window's values listed in
-// shared memory, the block-row kernel, 0.73x against stop 17's 0.56x in one device call (stop
-// 18; SpMV time 17.5 against 22.4 us in geometric mean). On the matrices replicated to 100M
-// entries (1M-100M rows) the row kernel ran 0.53x and the block-row kernel 0.36x (stop 18,
-// same call; 0.37x and 0.39x with 4 and 8 lanes for every block row): there a group waits on
-// its block row's pointers, then its bitmaps, then its values, once per block row, and a block
-// row far longer than the others holds its group alone. The tile kernel gives every warp the
-// same number of blocks whatever the block rows: 0.80x there against the row kernel's 0.53x
-// (stop 20; the 27-point stencil 1.07x against 1.11x; specs/formats/mbr.md).
-inline constexpr std::int64_t mbr_block_row_kernel_rows = std::int64_t{1} << 18;
+// Which kernel gpu::spmv runs by default: block heights r in {1, 2, 4, 8} (every height the
+// automatic block size picks) take the tile kernel at every size; other heights the row kernel.
+// Measured on the H100 (double, geometric means against cuSPARSE; specs/formats/mbr.md):
+// - the matrices replicated to 100M entries (1M-100M rows): the row kernel 0.53x, the
+//   block-row kernel 0.36x (stop 18: a group waits on its block row's pointers, then its
+//   bitmaps, then its values, once per block row, where the row kernel's warp covers 32 rows
+//   with one such chain), the tile kernel 0.80x (stop 20; the 27-point stencil 1.07x against
+//   the row kernel's 1.11x), 0.83x since stop 23;
+// - the 20 real matrices as they are (1.6K-115K rows, stop 27, device call 5, both rules twice
+//   in one call): the tile kernel everywhere took 12.6 and 13.0 us in geometric mean against
+//   17.3 and 18.1 us with the block-row kernel below 2^18 rows (stops 16-26). The block-row
+//   kernel gives each block row to one group of lanes, so one long block row holds its group
+//   while the GPU idles: arrow's dense first row took 1201 us against 18 us tiled,
+//   Groebner_id2003_aug 78 -> 18 us, rajat01 58 -> 11 us, memplus 33 -> 15 us. Where block rows
+//   are alike it is faster, one launch against two (lap3D_7pt_n20 4.8 us against 9.5, add32 6.6
+//   against 10.8), and gpu::spmv runs it on request (mbr_kernel::block_rows).
 // The block heights the block-row and tile kernels are instantiated for (R, their row sums).
 inline bool mbr_lane_kernel_height(int r) { return r == 1 || r == 2 || r == 4 || r == 8; }
-inline mbr_kernel mbr_spmv_kernel(std::int64_t rows, int r) {
-  if (!mbr_lane_kernel_height(r)) return mbr_kernel::rows;
-  return rows < mbr_block_row_kernel_rows ? mbr_kernel::block_rows : mbr_kernel::tiles;
-}
+inline mbr_kernel mbr_spmv_kernel(int r) { return mbr_lane_kernel_height(r) ? mbr_kernel::tiles : mbr_kernel::rows; }
 
 // Windows of 32 blocks per tile of the tile kernel (tile_windows): 8, tiles of 256 blocks, on
 // the replicated set (2M blocks and more).

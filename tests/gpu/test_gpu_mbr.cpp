@@ -95,7 +95,7 @@ void check_product(const csr<V, I>& a, const mbr<V>& m, const mbr<V, I, device>&
                gpu::mbr_kernel_name(kernel) + " kernel");
   ASSERT_TRUE(e == entry::spmm || k == 1);
   const gpu::mbr_kernel runs =
-      kernel == gpu::mbr_kernel::automatic ? gpu::mbr_spmv_kernel(m.rows, m.params.block_rows) : kernel;
+      kernel == gpu::mbr_kernel::automatic ? gpu::mbr_spmv_kernel(m.params.block_rows) : kernel;
   const bool same_bits_as_cpu = e == entry::spmm || runs == gpu::mbr_kernel::rows;
   const std::vector<V> x = test::test_vector<V>(a.cols * k, 1), y0 = test::test_vector<V>(a.rows * k, 2);
   const std::vector<V> nan(a.rows * k, std::numeric_limits<V>::quiet_NaN());
@@ -138,6 +138,9 @@ void check_products(const csr<double, I>& src, const std::vector<int>& ks, gpu_c
     const mbr<V> m = cpu::csr_to_mbr(a, req);
     const auto dm = to_device(m);
     check_product(a, m, dm, entry::spmv, 1, ctx);
+    // The block-row kernel, which the rule no longer picks, on the same matrices.
+    if (gpu::mbr_lane_kernel_height(m.params.block_rows))
+      check_product(a, m, dm, entry::spmv, 1, ctx, gpu::mbr_kernel::block_rows);
     for (int k : ks) check_product(a, m, dm, entry::spmm, k, ctx);
   }
 }
@@ -325,16 +328,11 @@ void check_on_uneven_block_rows(gpu::mbr_kernel kernel, gpu_context& ctx, F&& in
 
 }  // namespace
 
-// The kernel gpu::spmv picks: heights 1, 2, 4, 8 take the block-row kernel below 2^18 rows and
-// the tile kernel from there; other heights the row kernel. The lane kernels refuse other
-// heights.
+// The kernel gpu::spmv picks: heights 1, 2, 4, 8 take the tile kernel, other heights the row
+// kernel. The lane kernels refuse other heights.
 TEST(GpuMbrSpmv, KernelChoice) {
-  for (int r : {1, 2, 4, 8}) {
-    EXPECT_EQ(gpu::mbr_spmv_kernel(gpu::mbr_block_row_kernel_rows - 1, r), gpu::mbr_kernel::block_rows) << r;
-    EXPECT_EQ(gpu::mbr_spmv_kernel(gpu::mbr_block_row_kernel_rows, r), gpu::mbr_kernel::tiles) << r;
-  }
-  EXPECT_EQ(gpu::mbr_spmv_kernel(1000, 3), gpu::mbr_kernel::rows);
-  EXPECT_EQ(gpu::mbr_spmv_kernel(std::int64_t{1} << 30, 16), gpu::mbr_kernel::rows);
+  for (int r : {1, 2, 4, 8}) EXPECT_EQ(gpu::mbr_spmv_kernel(r), gpu::mbr_kernel::tiles) << r;
+  for (int r : {3, 5, 16, 64}) EXPECT_EQ(gpu::mbr_spmv_kernel(r), gpu::mbr_kernel::rows) << r;
   EXPECT_EQ(gpu::mbr_tile_windows(0), 1);
   EXPECT_EQ(gpu::mbr_tile_windows(2 * 32 * 8192 - 1), 1);
   EXPECT_EQ(gpu::mbr_tile_windows(2 * 32 * 8192), 2);
@@ -366,8 +364,9 @@ TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
 
 // The tile kernel on the same matrices and sizes: block rows split between tiles (of 32 blocks
 // here, mbr_tile_windows' choice for small matrices: the arrow's dense rows and many others;
-// the test counts them), runs of empty block rows, overhanging last block rows; then, chosen
-// by the rule, on a random matrix of just over 2^18 rows, whose tiles hold several windows.
+// the test counts them; a tile's first value is counted from either end of its block row),
+// runs of empty block rows, overhanging last block rows; then, chosen by the rule, on a random
+// matrix of just over 2^18 rows, whose tiles hold several windows.
 TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
@@ -381,7 +380,7 @@ TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
                                           m.block_row_ptr[br + 1] > m.block_row_ptr[br];
                              });
   EXPECT_GT(split, 20);  // block rows that the tile kernel adds to y from several warps
-  const csr<double, I> big = test::random_csr(gpu::mbr_block_row_kernel_rows + 5, 70000, 6.0, 44);
+  const csr<double, I> big = test::random_csr((std::int64_t{1} << 18) + 5, 70000, 6.0, 44);
   const csr<float, I> bigf = test::cast_values<float>(big);
   for (const mbr_params& req : {block(1, 4), block(2, 8), block(4, 4), block(8, 8)}) {
     SCOPED_TRACE(describe(req));
