@@ -151,9 +151,10 @@ __device__ std::int64_t first_block_row_at(const I* row_ptr, std::int64_t rows, 
 // task waited on each step of its own (Nsight Compute, H100, Groebner_id2003_aug replicated:
 // 12% of the counting pass's stall samples with a binary search, 10% with a 16-way search by
 // half warps). A second kernel costs the matrices as they are some microseconds.
-__global__ void find_task_starts(const I* row_ptr, std::int64_t rows, int r, std::int64_t items_per_task,
-                                 std::int64_t tasks, I* first) {
-  const std::int64_t mb = (rows + r - 1) / r, nnz = row_ptr[rows], items = mb + nnz;
+// items = block rows + entries, as the host counts them.
+__global__ void find_task_starts(const I* row_ptr, std::int64_t rows, int r, std::int64_t items,
+                                 std::int64_t items_per_task, std::int64_t tasks, I* first) {
+  const std::int64_t mb = (rows + r - 1) / r;
   for (std::int64_t t = first_index(); t <= tasks; t += grid_stride()) {
     const std::int64_t target = t * items_per_task;
     first[t] = static_cast<I>(first_block_row_at(row_ptr, rows, r, mb, target < items ? target : items));
@@ -915,8 +916,8 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
       const std::int64_t per_task = std::clamp(items / tasks_wanted, min_task_items, task_items);
       const std::int64_t tasks = (items + per_task - 1) / per_task;
       device_array<I> task_first(tasks + 1);
-      find_task_starts<<<launch_blocks(tasks + 1, threads), threads, 0, s>>>(row_ptr, a.rows, r, per_task, tasks,
-                                                                             task_first.data());
+      find_task_starts<<<launch_blocks(tasks + 1, threads), threads, 0, s>>>(row_ptr, a.rows, r, items, per_task,
+                                                                             tasks, task_first.data());
       check_launch(who, "finding the tasks' block rows");
       order_counted<V><<<launch_blocks(tasks * 32, threads), threads, 0, s>>>(
           nnz, row_ptr, a.rows, col, val, r, c, per_task, task_first.data(), out, o.head.data(), o.place.data(),

@@ -31,4 +31,17 @@ __device__ __forceinline__ mbr_row_bits_of<W> mbr_row_of(W map, int i, int c) {
   return {(map >> shift) & row_mask, mbr_popcount(map & below)};
 }
 
+// Calls f with a value of the bitmap's word type for bitmap_bytes w (checked before): one
+// dispatch per call, so the kernels load each bitmap as one word of its own width (sec. III's
+// maptype; device allocations are aligned, and bitmap b starts at byte b * w).
+template <class F>
+void with_bitmap_type(int w, F&& f) {
+  switch (w) {
+    case 1: f(std::uint8_t{}); break;
+    case 2: f(std::uint16_t{}); break;
+    case 4: f(std::uint32_t{}); break;
+    default: f(std::uint64_t{}); break;
+  }
+}
+
 }  // namespace spconv::gpu

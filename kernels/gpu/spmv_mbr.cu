@@ -428,18 +428,6 @@ void launch_group(int group, const mbr<V, I, device>& a, std::int64_t ld, V alph
   }
 }
 
-// Calls f with a value of the bitmap's word type for bitmap_bytes w (checked before): one
-// dispatch per call, so the kernels load words of the bitmap's own width (sec. III).
-template <class F>
-void with_bitmap_type(int w, F&& f) {
-  switch (w) {
-    case 1: f(std::uint8_t{}); break;
-    case 2: f(std::uint16_t{}); break;
-    case 4: f(std::uint32_t{}); break;
-    default: f(std::uint64_t{}); break;
-  }
-}
-
 // The number of block rows, ceil(rows / r), after checking what both kernels rely on.
 template <class V>
 std::int64_t checked_block_rows(const mbr<V, I, device>& a, const std::string& fn) {
