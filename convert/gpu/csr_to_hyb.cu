@@ -10,10 +10,11 @@
 // by an inclusive scan (cub) into the end of the row's tail run; a merge path over those ends
 // and the tail positions (as in csr_coo.cu) gives each tail entry its row, and consecutive
 // threads copy consecutive tail entries, in CSR order as the CPU does.
-// HYB -> CSR: a thread per row counts its ELL entries (up to its first padding slot) and
-// finds its tail run by two binary searches in the row-sorted tail; the scan of the row
-// lengths is row_ptr; then a thread per ELL slot and a thread per tail entry put every entry
-// at its CSR position: row_ptr[r] + slot, or row_ptr[r] + ELL entries + rank in the tail run.
+// HYB -> CSR: a thread per row counts its ELL entries (its first padding slot, by bisection)
+// and finds its tail run by two binary searches in the row-sorted tail; the scan of the row
+// lengths is row_ptr; then the ELL part moves back in the same tiles as CSR -> HYB's, and a
+// thread per tail entry puts it at its CSR position: row_ptr[r] + slot, or row_ptr[r] + ELL
+// entries + rank in the tail run.
 // Every value is copied, never computed: the bits are the CPU's.
 #include <cuda_runtime.h>
 
@@ -38,53 +39,89 @@ static_assert(block_threads == merge_block_threads, "the merge-path kernels load
 // the width rounded up to a power of two when smaller) of ell_tile / span consecutive rows.
 constexpr int ell_tile_bits = 10, ell_tile = 1 << ell_tile_bits, ell_items = ell_tile / block_threads;
 
-template <class V>
-__global__ void __launch_bounds__(block_threads)
-    fill_ell(std::int64_t rows, std::int64_t w, int span_bits, std::int64_t row_tiles, std::int64_t tiles,
-             const I* row_ptr, const I* col, const V* val, I* ell_col, V* ell_val) {
-  // Row i of the tile at i * pitch: an odd pitch keeps the write phase's reads down a slot
+struct ell_tiling {
+  std::int64_t rows, w;
+  int span_bits;
+  std::int64_t row_tiles, tiles;
+};
+
+ell_tiling tile_ell(std::int64_t rows, std::int64_t w) {
+  int span_bits = 0;
+  while (span_bits < 5 && (std::int64_t{1} << span_bits) < w) ++span_bits;
+  const std::int64_t row_tiles = (rows + (ell_tile >> span_bits) - 1) >> (ell_tile_bits - span_bits);
+  return {rows, w, span_bits, row_tiles, row_tiles * ((w + (std::int64_t{1} << span_bits) - 1) >> span_bits)};
+}
+
+// Moves the ELL part between CSR order (slot k of row r is CSR entry row_ptr[r] + k) and the
+// column-major slots (at k * rows + r), a tile at a time through shared memory: the CSR side
+// is read or written with consecutive threads on consecutive slots of a row, the ELL side with
+// consecutive threads on consecutive rows of a slot, so both sides are coalesced. A thread per
+// slot on either side alone would touch each row's entries strided across the warp, a sector
+// apiece. ToEll (CSR -> HYB): the CSR entries of row r beyond its ELL part are not read, its
+// slots past its length get padding (-1, +0). Otherwise (HYB -> CSR): the padding is not
+// written, ell_len[r] being the row's ELL entries.
+// 5 blocks a multiprocessor (48 registers, no spills): left free, the compiler took 58 for
+// ToEll in double, and 4 blocks.
+template <bool ToEll, class V>
+__global__ void __launch_bounds__(block_threads, 5)
+    move_ell(ell_tiling m, const I* row_ptr, const I* ell_len, const I* from_col, const V* from_val, I* to_col,
+             V* to_val) {
+  // Row i of the tile at i * pitch: an odd pitch keeps the reads and writes down a slot
   // (consecutive rows) free of bank conflicts. tile_rows * pitch = ell_tile + tile_rows <=
   // 2 * ell_tile.
   __shared__ I tile_col[2 * ell_tile];
   __shared__ V tile_val[2 * ell_tile];
-  const int span = 1 << span_bits, row_bits = ell_tile_bits - span_bits, pitch = span + 1;
-  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const std::int64_t r0 = (t % row_tiles) << row_bits, k0 = (t / row_tiles) << span_bits;
-    // Read: item x is slot x % span of row x / span, i.e. CSR entry row_ptr[r] + k; slots past
-    // the row's length are padding (-1, +0). Loads first, so that a thread's are in flight
-    // together.
+  const int span = 1 << m.span_bits, row_bits = ell_tile_bits - m.span_bits, pitch = span + 1;
+  struct item {
+    int at;               // in the tile
+    std::int64_t r, k;    // row and slot
+    bool live;            // inside the matrix and the ELL width
+  };
+  for (std::int64_t t = blockIdx.x; t < m.tiles; t += gridDim.x) {
+    const std::int64_t r0 = (t % m.row_tiles) << row_bits, k0 = (t / m.row_tiles) << m.span_bits;
+    // Item x on the CSR side: slot x % span of row x / span; on the ELL side: row x % tile_rows
+    // of slot x / tile_rows.
+    const auto csr_item = [&](int x) {
+      const std::int64_t r = r0 + (x >> m.span_bits), k = k0 + (x & (span - 1));
+      return item{(x >> m.span_bits) * pitch + (x & (span - 1)), r, k, r < m.rows && k < m.w};
+    };
+    const auto ell_item = [&](int x) {
+      const int row = x & ((1 << row_bits) - 1), q = x >> row_bits;
+      return item{row * pitch + q, r0 + row, k0 + q, r0 + row < m.rows && k0 + q < m.w};
+    };
+    // Loads first, so that a thread's are in flight together.
     I c[ell_items];
     V v[ell_items];
 #pragma unroll
     for (int i = 0; i < ell_items; ++i) {
       const int x = static_cast<int>(threadIdx.x) + i * block_threads;
-      const std::int64_t r = r0 + (x >> span_bits), k = k0 + (x & (span - 1));
+      const item it = ToEll ? csr_item(x) : ell_item(x);
       c[i] = ell_padding;
       v[i] = V(0);
-      if (r < rows && k < w) {
-        const std::int64_t j = row_ptr[r] + k;
-        if (j < row_ptr[r + 1]) {
-          c[i] = col[j];
-          v[i] = val[j];
+      if (it.live) {
+        const std::int64_t j = ToEll ? row_ptr[it.r] + it.k : it.k * m.rows + it.r;
+        if (!ToEll || j < row_ptr[it.r + 1]) {
+          c[i] = from_col[j];
+          v[i] = from_val[j];
         }
       }
     }
 #pragma unroll
     for (int i = 0; i < ell_items; ++i) {
-      const int x = static_cast<int>(threadIdx.x) + i * block_threads;
-      tile_col[(x >> span_bits) * pitch + (x & (span - 1))] = c[i];
-      tile_val[(x >> span_bits) * pitch + (x & (span - 1))] = v[i];
+      const item it = ToEll ? csr_item(static_cast<int>(threadIdx.x) + i * block_threads)
+                            : ell_item(static_cast<int>(threadIdx.x) + i * block_threads);
+      tile_col[it.at] = c[i];
+      tile_val[it.at] = v[i];
     }
     __syncthreads();
-    // Write: item x is row x % tile_rows of slot x / tile_rows, at k * rows + r.
 #pragma unroll
     for (int i = 0; i < ell_items; ++i) {
-      const int x = static_cast<int>(threadIdx.x) + i * block_threads, row = x & ((1 << row_bits) - 1),
-                q = x >> row_bits;
-      const std::int64_t r = r0 + row, k = k0 + q;
-      if (r < rows && k < w) {
-        ell_col[k * rows + r] = tile_col[row * pitch + q];
-        ell_val[k * rows + r] = tile_val[row * pitch + q];
+      const int x = static_cast<int>(threadIdx.x) + i * block_threads;
+      const item it = ToEll ? ell_item(x) : csr_item(x);
+      if (it.live && (ToEll || it.k < ell_len[it.r])) {
+        const std::int64_t j = ToEll ? it.k * m.rows + it.r : row_ptr[it.r] + it.k;
+        to_col[j] = tile_col[it.at];
+        to_val[j] = tile_val[it.at];
       }
     }
     __syncthreads();  // the next tile overwrites the staging arrays
@@ -142,24 +179,17 @@ __global__ void __launch_bounds__(block_threads)
 __global__ void row_lengths(std::int64_t rows, std::int64_t w, const I* ell_col, std::int64_t tail, const I* tail_row,
                             I* ell_len, I* tail_first, I* len) {
   for (std::int64_t r = first_index(); r < rows; r += grid_stride()) {
-    std::int64_t k = 0;
-    while (k < w && ell_col[k * rows + r] != ell_padding) ++k;
+    // The first padding slot, by bisection: log2(w) dependent loads where a walk took up to w.
+    std::int64_t k = 0, hi = w;
+    while (k < hi) {
+      const std::int64_t mid = k + (hi - k) / 2;
+      if (ell_col[mid * rows + r] != ell_padding) k = mid + 1;
+      else hi = mid;
+    }
     const std::int64_t first = lower_bound(tail_row, 0, tail, r), end = upper_bound(tail_row, 0, tail, r);
     ell_len[r] = static_cast<I>(k);
     tail_first[r] = static_cast<I>(first);
     len[r] = static_cast<I>(k + end - first);
-  }
-}
-
-template <class V>
-__global__ void copy_ell(std::int64_t rows, std::int64_t w, const I* ell_col, const V* ell_val, const I* row_ptr,
-                         I* col, V* val) {
-  for (std::int64_t s = first_index(); s < rows * w; s += grid_stride()) {
-    const I c = ell_col[s];
-    if (c == ell_padding) continue;
-    const std::int64_t k = s / rows, r = s - k * rows, o = row_ptr[r] + k;
-    col[o] = c;
-    val[o] = ell_val[s];
   }
 }
 
@@ -247,13 +277,10 @@ hyb<V, std::int32_t, device> csr_to_hyb(const csr<V, std::int32_t, device>& a, c
     out.coo.col_idx.resize(tail);
     out.coo.values.resize(tail);
     if (w > 0) {
-      int span_bits = 0;
-      while (span_bits < 5 && (std::int64_t{1} << span_bits) < w) ++span_bits;
-      const std::int64_t row_tiles = (rows + (ell_tile >> span_bits) - 1) >> (ell_tile_bits - span_bits);
-      const std::int64_t tiles = row_tiles * ((w + (std::int64_t{1} << span_bits) - 1) >> span_bits);
-      fill_ell<<<launch_blocks(tiles * block_threads, block_threads), block_threads, 0, s>>>(
-          rows, w, span_bits, row_tiles, tiles, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
-          out.ell.col_idx.data(), out.ell.values.data());
+      const ell_tiling m = tile_ell(rows, w);
+      move_ell<true, V><<<launch_blocks(m.tiles * block_threads, block_threads), block_threads, 0, s>>>(
+          m, a.row_ptr.data(), nullptr, a.col_idx.data(), a.values.data(), out.ell.col_idx.data(),
+          out.ell.values.data());
       check_cuda(cudaGetLastError(), "gpu::csr_to_hyb: launching the ELL fill");
     }
     if (tail > 0) {
@@ -306,8 +333,9 @@ csr<V, std::int32_t, device> hyb_to_csr(const hyb<V, std::int32_t, device>& a, g
     out.col_idx.resize(nnz);
     out.values.resize(nnz);
     if (rows * w > 0) {
-      copy_ell<<<launch_blocks(rows * w, block_threads), block_threads, 0, s>>>(
-          rows, w, a.ell.col_idx.data(), a.ell.values.data(), out.row_ptr.data(), out.col_idx.data(),
+      const ell_tiling m = tile_ell(rows, w);
+      move_ell<false, V><<<launch_blocks(m.tiles * block_threads, block_threads), block_threads, 0, s>>>(
+          m, out.row_ptr.data(), ell_len, a.ell.col_idx.data(), a.ell.values.data(), out.col_idx.data(),
           out.values.data());
       check_cuda(cudaGetLastError(), "gpu::hyb_to_csr: launching the ELL copy");
     }
