@@ -3,7 +3,9 @@
 // (row, column) order with equal keys still in input order; runs of equal keys are then
 // summed by one thread each, sequentially from the run's first entry. A parallel reduction
 // (cub's reduce_by_key) would reassociate the sum and could differ from the CPU's file-order
-// sum in the last bit; the sequential sum reproduces cpu::coo_to_csr bit for bit.
+// sum in the last bit; the sequential sum reproduces cpu::coo_to_csr bit for bit. Entries
+// already in strict (row, column) order (found while the indices are checked) skip all that:
+// the result is their copy, with row_ptr from the rows.
 // CSR -> COO: columns and values are copied; the row of every entry comes from a merge path
 // over row_ptr (below), written coalesced.
 #include <cuda_runtime.h>
@@ -34,6 +36,15 @@ template <class I>
 __global__ void find_out_of_range(const I* idx, std::int64_t n, std::int64_t bound, unsigned long long* first) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride())
     if (idx[i] < 0 || static_cast<std::int64_t>(idx[i]) >= bound) atomicMin(first, static_cast<unsigned long long>(i));
+}
+
+// The smallest position i > 0 whose (row, column) does not follow entry i - 1's strictly goes
+// to *first: none, and the entries are already canonical CSR order without duplicates.
+template <class I>
+__global__ void find_unordered(const I* rows, const I* cols, std::int64_t n, unsigned long long* first) {
+  for (std::int64_t i = first_index() + 1; i < n; i += grid_stride())
+    if (rows[i] < rows[i - 1] || (rows[i] == rows[i - 1] && cols[i] <= cols[i - 1]))
+      atomicMin(first, static_cast<unsigned long long>(i));
 }
 
 template <class I>
@@ -121,19 +132,21 @@ T read_one(const T* device_ptr, gpu_context& ctx) {
 }
 
 // validate(coo) on the device: the same checks in the same order with the same messages.
+// Returns whether the entries are already in strict (row, column) order, found in the same
+// pass and read back with the checks.
 template <class V, class I>
-void validate_on_device(const coo<V, I, device>& a, gpu_context& ctx) {
+bool validate_on_device(const coo<V, I, device>& a, gpu_context& ctx) {
   constexpr std::string_view n = "coo";
   check_shape(n, a.rows, a.cols, std::numeric_limits<I>::max());
   check_length(n, "col_idx", a.col_idx, a.row_idx.size());
   check_length(n, "values", a.values, a.row_idx.size());
   const auto nnz = static_cast<std::int64_t>(a.row_idx.size());
-  if (nnz == 0) return;
-  // Two slots (rows, columns) for atomicMin, whose 64-bit form takes unsigned long long.
+  if (nnz == 0) return true;
+  // Three slots (rows, columns, order) for atomicMin, whose 64-bit form takes unsigned long long.
   device_buffer slots;
-  slots.resize(2 * sizeof(unsigned long long), "gpu::coo_to_csr: index check");
+  slots.resize(3 * sizeof(unsigned long long), "gpu::coo_to_csr: index check");
   auto* first = static_cast<unsigned long long*>(slots.data());
-  check_cuda(cudaMemsetAsync(first, 0xff, 2 * sizeof(unsigned long long), stream_of(ctx)),
+  check_cuda(cudaMemsetAsync(first, 0xff, 3 * sizeof(unsigned long long), stream_of(ctx)),
              "gpu::coo_to_csr: clearing the index check");
   find_out_of_range<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(a.row_idx.data(), nnz,
                                                                                               a.rows, first);
@@ -141,7 +154,10 @@ void validate_on_device(const coo<V, I, device>& a, gpu_context& ctx) {
   find_out_of_range<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(a.col_idx.data(), nnz,
                                                                                               a.cols, first + 1);
   check_launch("checking column indices");
-  unsigned long long bad[2];
+  find_unordered<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(
+      a.row_idx.data(), a.col_idx.data(), nnz, first + 2);
+  check_launch("checking the order");
+  unsigned long long bad[3];
   check_cuda(cudaMemcpyAsync(bad, first, sizeof bad, cudaMemcpyDeviceToHost, stream_of(ctx)),
              "gpu::coo_to_csr: reading the index check");
   ctx.synchronize();
@@ -153,6 +169,7 @@ void validate_on_device(const coo<V, I, device>& a, gpu_context& ctx) {
     invalid(n, std::string(arrays[i].first) + "[" + std::to_string(bad[i]) + "] = " + std::to_string(v) +
                    " is out of range [0, " + std::to_string(bounds[i]) + ")");
   }
+  return bad[2] == std::numeric_limits<unsigned long long>::max();
 }
 
 }  // namespace
@@ -160,7 +177,7 @@ void validate_on_device(const coo<V, I, device>& a, gpu_context& ctx) {
 template <class V, class I>
 csr<V, I, device> coo_to_csr(const coo<V, I, device>& a, gpu_context& ctx) {
   using U = std::make_unsigned_t<I>;
-  validate_on_device(a, ctx);
+  const bool in_order = validate_on_device(a, ctx);
   const std::int64_t nnz = a.nnz(), rows = a.rows;
   if (nnz > static_cast<std::int64_t>(std::numeric_limits<I>::max()))
     fail(errc::unsupported, std::to_string(nnz) + " entries do not fit " + std::string(type_name<I>()) +
@@ -177,6 +194,22 @@ csr<V, I, device> coo_to_csr(const coo<V, I, device>& a, gpu_context& ctx) {
     return out;
   }
   const I n = static_cast<I>(nnz);
+  if (in_order) {
+    // Already canonical (sorted, no duplicates): columns and values are copied, row_ptr found
+    // from the rows, where two radix sorts, two gathers and the run sums would give the same
+    // bytes.
+    out.col_idx.resize(nnz);
+    out.values.resize(nnz);
+    check_cuda(cudaMemcpyAsync(out.col_idx.data(), a.col_idx.data(), nnz * sizeof(I), cudaMemcpyDeviceToDevice, s),
+               "gpu::coo_to_csr: copying the columns");
+    check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
+               "gpu::coo_to_csr: copying the values");
+    row_pointers<<<launch_blocks(rows + 1, block_threads), block_threads, 0, s>>>(
+        out.row_ptr.data(), rows, reinterpret_cast<const U*>(a.row_idx.data()), nnz);
+    check_launch("building row_ptr");
+    ctx.synchronize();
+    return out;
+  }
 
   // perm: the input position of each sorted entry. Radix sorts are stable, so sorting by
   // column and then by row orders by (row, column) with ties in input order. A sort over

@@ -438,6 +438,40 @@ TEST(GpuCooToCsr, MatchesTheCpuOnShuffledRealMatricesWithDuplicates) {
   }
 }
 
+// Entries in strict (row, column) order are copied (the order is checked on the device); the
+// nearly ordered cases must still be sorted and summed: a row whose columns fall, an adjacent
+// duplicate, a row that goes back. Empty rows lead, sit between and trail.
+TEST(GpuCooToCsr, CopiesOnlyEntriesInStrictOrder) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto make = [](std::vector<std::tuple<int, int, double>> entries) {
+    coo<double, std::int32_t> a;
+    a.rows = 7;
+    a.cols = 6;
+    for (auto [r, c, v] : entries) {
+      a.row_idx.push_back(r);
+      a.col_idx.push_back(c);
+      a.values.push_back(v);
+    }
+    return a;
+  };
+  const std::vector<std::tuple<int, int, double>> ordered{{1, 0, 1.5}, {1, 4, -2.0}, {3, 2, 0.25}, {3, 5, -0.0},
+                                                          {5, 1, 7.0}};
+  for (const auto& [name, entries] :
+       std::vector<std::pair<std::string, std::vector<std::tuple<int, int, double>>>>{
+           {"strict order", ordered},
+           {"columns falling in a row", {{1, 4, -2.0}, {1, 0, 1.5}, {3, 2, 0.25}, {3, 5, -0.0}, {5, 1, 7.0}}},
+           {"adjacent duplicate", {{1, 0, 1.5}, {1, 4, -2.0}, {1, 4, 0.5}, {3, 2, 0.25}, {5, 1, 7.0}}},
+           {"a row going back", {{1, 0, 1.5}, {3, 2, 0.25}, {1, 4, -2.0}, {3, 5, -0.0}, {5, 1, 7.0}}}}) {
+    SCOPED_TRACE(name);
+    const auto a = make(entries);
+    const auto g = to_host(gpu::coo_to_csr(to_device(a), ctx));
+    validate(g);
+    EXPECT_TRUE(equal(g, cpu::coo_to_csr(a)));
+    check_all_types(a, ctx);
+  }
+}
+
 // Columns beyond 32 bits: the column sort runs over 41 key bits.
 TEST(GpuCooToCsr, SortsColumnsBeyond32Bits) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
