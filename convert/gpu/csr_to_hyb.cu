@@ -39,6 +39,8 @@ static_assert(block_threads == merge_block_threads, "the merge-path kernels load
 // the width rounded up to a power of two when smaller) of ell_tile / span consecutive rows.
 constexpr int ell_tile_bits = 10, ell_tile = 1 << ell_tile_bits, ell_items = ell_tile / block_threads;
 
+// The ELL part cut into tiles: row_tiles tiles down the rows times the slot tiles across the
+// width (tile_ell).
 struct ell_tiling {
   std::int64_t rows, w;
   int span_bits;
@@ -73,9 +75,9 @@ __global__ void __launch_bounds__(block_threads, 5)
   __shared__ V tile_val[2 * ell_tile];
   const int span = 1 << m.span_bits, row_bits = ell_tile_bits - m.span_bits, pitch = span + 1;
   struct item {
-    int at;               // in the tile
-    std::int64_t r, k;    // row and slot
-    bool live;            // inside the matrix and the ELL width
+    int at;             // in the tile
+    std::int64_t r, k;  // row and slot
+    bool live;          // inside the matrix and the ELL width
   };
   for (std::int64_t t = blockIdx.x; t < m.tiles; t += gridDim.x) {
     const std::int64_t r0 = (t % m.row_tiles) << row_bits, k0 = (t / m.row_tiles) << m.span_bits;
