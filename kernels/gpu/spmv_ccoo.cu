@@ -141,6 +141,54 @@ struct group_loader {
   }
 };
 
+// A group's K products, in order, skipping padding (Listing 1.1). For K = 1, 2, 4 the
+// group's K pad bits lie in one byte of the bitmap: one load instead of K. A padding entry's
+// x is loaded (its column is the chunk's baseline, a valid column) but its product is not
+// added, so an Inf or NaN there does not reach y. Columns are 32-bit (baseline plus offset,
+// below 2^31), so x is indexed without 64-bit arithmetic.
+template <class V, int K>
+__device__ __forceinline__ V group_sum(const group_loader<V, K>& load, const std::uint8_t* cols, std::uint32_t col_bytes,
+                                       const std::uint8_t* vals, bool lut, const V* table, const std::uint8_t* bitmap,
+                                       std::int64_t g, std::uint32_t col0, const V* __restrict__ x) {
+  static_assert(8 % K == 0, "a group's pad bits must lie in one byte");
+  std::uint32_t off[K];
+  V v[K];
+  load.columns(cols, col_bytes, g, off);
+  load.values(vals, lut, table, g, v);
+  unsigned pads = 0;
+  if (bitmap) {
+    const std::int64_t e = g * K;
+    pads = bitmap[e >> 3] >> (e & 7);
+  }
+  V sum = 0;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const V xv = x[col0 + off[j]];
+    if (!((pads >> j) & 1u)) sum += v[j] * xv;
+  }
+  return sum;
+}
+
+// Listing 1.2, a segmented suffix scan over the warp's groups, whose rows do not decrease
+// along the warp: after the step with distance d each lane holds the sum of the lanes
+// [lane, min(lane + 2d, end)), end being the first lane of the next row segment (found once,
+// from a ballot of the segments' first lanes, instead of comparing shuffled rows at every
+// step). The first lane of each segment then adds the segment's sum to y. Lanes past the
+// chunk's groups (row -1) form a segment of their own that writes nothing.
+template <class V>
+__device__ __forceinline__ void add_row_sums(V sum, int row, int lane, V alpha, V* y) {
+  const unsigned full = 0xffffffffu;
+  const int prev = __shfl_up_sync(full, row, 1);
+  const bool first = lane == 0 || prev != row;
+  const unsigned later = __ballot_sync(full, first) & (~1u << lane);
+  const int end = later ? __ffs(static_cast<int>(later)) - 1 : warp_size;
+  for (int d = 1; d < warp_size; d *= 2) {
+    const V other = __shfl_down_sync(full, sum, d);
+    if (lane + d < end) sum += other;
+  }
+  if (first && row >= 0) add_to(y + row, alpha * sum);
+}
+
 // The block loops over chunks blockIdx.x, blockIdx.x + gridDim.x, ... (enough blocks to fill
 // the device, launched once): the value table is staged in shared memory once per block
 // instead of once per chunk, and the per-block start-up is paid once per ~100 chunks.
@@ -168,7 +216,7 @@ __global__ void __launch_bounds__(block_threads, 8)
     const std::uint8_t* cols = p + l.cols;
     const std::uint8_t* vals = p + l.values;
     const bool lut = code & ccoo_code::lut;
-    const V* xb = x + m.col[c];
+    const auto col0 = static_cast<std::uint32_t>(m.col[c]);
     const std::int64_t base_row = m.row[c];
 
     // One thread: its group's K products, in order, skipping padding.
@@ -177,20 +225,13 @@ __global__ void __launch_bounds__(block_threads, 8)
     if (t < e_count / k) {
       row = roff ? roff[t] : 0;
       if constexpr (K != 0) {
-        const group_loader<V, K> load(cols, vals);
-        std::uint32_t off[K];
-        V v[K];
-        load.columns(cols, l.col_bytes, t, off);
-        load.values(vals, lut, s_table, t, v);
-#pragma unroll
-        for (int j = 0; j < K; ++j)
-          if (!ccoo_device::is_pad(bitmap, std::int64_t{t} * K + j)) sum += v[j] * xb[off[j]];
+        sum = group_sum<V, K>(group_loader<V, K>(cols, vals), cols, l.col_bytes, vals, lut, s_table, bitmap, t, col0, x);
       } else {
         for (int j = 0; j < k; ++j) {
           const std::int64_t e = static_cast<std::int64_t>(t) * k + j;
           if (ccoo_device::is_pad(bitmap, e)) continue;
           const V v = lut ? s_table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
-          sum += v * xb[ccoo_device::col_offset(cols, l.col_bytes, e)];
+          sum += v * x[col0 + ccoo_device::col_offset(cols, l.col_bytes, e)];
         }
       }
     }
@@ -209,17 +250,7 @@ __global__ void __launch_bounds__(block_threads, 8)
       __syncthreads();  // warp_sum is written again for the next chunk
       continue;
     }
-    // Listing 1.2: a segmented suffix scan. After the step with distance d, each lane holds the
-    // sum of the lanes [lane, lane + 2d) that share its row (rows do not decrease along the
-    // warp, so equal rows at both ends mean equal rows in between). The first lane of every
-    // row segment then holds the segment's sum and adds it to y.
-    for (int d = 1; d < warp_size; d *= 2) {
-      const V other = __shfl_down_sync(0xffffffffu, sum, d);
-      const int other_row = __shfl_down_sync(0xffffffffu, row, d);
-      if (lane + d < warp_size && other_row == row) sum += other;
-    }
-    const int prev = __shfl_up_sync(0xffffffffu, row, 1);
-    if (row >= 0 && (lane == 0 || prev != row)) add_to(y + base_row + row, alpha * sum);
+    add_row_sums(sum, row, lane, alpha, y + base_row);
   }
 }
 

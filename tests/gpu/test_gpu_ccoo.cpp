@@ -352,23 +352,27 @@ TEST(GpuCcooSpmv, MatchesTheCpuReferenceOnRealMatrices) {
   }
 }
 
-// Row 1 is empty: its padding entry has column 0 (the baseline), where x is Inf. A
-// multiplied pad would give 0 * Inf = NaN; the CSR product gives 0.
+// Row 1 is empty: its padding entries have column 0 (the baseline), where x is Inf. A
+// multiplied pad would give 0 * Inf = NaN; the CSR product gives 0. The kernels compiled for
+// K = 1, 2, 4 read a group's pad bits as one byte, the others (3, 8) bit by bit.
 TEST(GpuCcooSpmv, PaddingDoesNotTouchInfinitiesInX) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto a = from_rows(2, {{{0, 1.0}}, {}});
-  const auto d = to_device(cpu::csr_to_ccoo(a, {256, 1}));
   const std::vector<double> x = {std::numeric_limits<double>::infinity(), 1.0};
   device_array<double> dx, dy;
   dx.upload(x.data(), x.size());
-  const std::vector<double> y0(2, 5.0);
-  dy.upload(y0.data(), y0.size());
-  gpu::spmv(d, 1.0, dx.data(), 0.0, dy.data(), ctx);
-  ctx.synchronize();
-  const auto y = test::download(dy);
-  EXPECT_EQ(y[0], std::numeric_limits<double>::infinity());
-  EXPECT_EQ(y[1], 0.0);
+  for (const int k : {1, 2, 3, 4, 8}) {
+    SCOPED_TRACE("K = " + std::to_string(k));
+    const auto d = to_device(cpu::csr_to_ccoo(a, {256, k}));
+    const std::vector<double> y0(2, 5.0);
+    dy.upload(y0.data(), y0.size());
+    gpu::spmv(d, 1.0, dx.data(), 0.0, dy.data(), ctx);
+    ctx.synchronize();
+    const auto y = test::download(dy);
+    EXPECT_EQ(y[0], std::numeric_limits<double>::infinity());
+    EXPECT_EQ(y[1], 0.0);
+  }
 }
 
 // One row of 1000 entries across 250 chunks of 2 x 2 between short rows: the segment sums
