@@ -30,21 +30,25 @@ namespace {
 constexpr int block_threads = 256;
 static_assert(block_threads == merge_block_threads, "the merge-path kernels load their tiles with merge_block_threads");
 
-// The smallest position whose index is outside [0, bound) goes to *first (which starts at
-// the maximum), so the error names the same entry as the CPU's sequential check.
+// One pass over the indices. The smallest position whose row is outside [0, row_bound) goes
+// to first[0], whose column is outside [0, col_bound) to first[1] (so the error names the
+// same entry as the CPU's sequential check), and the smallest i > 0 whose (row, column) does
+// not strictly follow entry i - 1's to first[2]: none, and the entries are already canonical
+// CSR order without duplicates. Entry i - 1 is the neighbouring thread's, so its second read
+// comes from cache: each index array is read from memory once.
 template <class I>
-__global__ void find_out_of_range(const I* idx, std::int64_t n, std::int64_t bound, unsigned long long* first) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride())
-    if (idx[i] < 0 || static_cast<std::int64_t>(idx[i]) >= bound) atomicMin(first, static_cast<unsigned long long>(i));
-}
-
-// The smallest position i > 0 whose (row, column) does not follow entry i - 1's strictly goes
-// to *first: none, and the entries are already canonical CSR order without duplicates.
-template <class I>
-__global__ void find_unordered(const I* rows, const I* cols, std::int64_t n, unsigned long long* first) {
-  for (std::int64_t i = first_index() + 1; i < n; i += grid_stride())
-    if (rows[i] < rows[i - 1] || (rows[i] == rows[i - 1] && cols[i] <= cols[i - 1]))
-      atomicMin(first, static_cast<unsigned long long>(i));
+__global__ void check_entries(const I* rows, const I* cols, std::int64_t n, std::int64_t row_bound,
+                              std::int64_t col_bound, unsigned long long* first) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const I r = rows[i], c = cols[i];
+    const auto at = static_cast<unsigned long long>(i);
+    if (r < 0 || static_cast<std::int64_t>(r) >= row_bound) atomicMin(first, at);
+    if (c < 0 || static_cast<std::int64_t>(c) >= col_bound) atomicMin(first + 1, at);
+    if (i > 0) {
+      const I before_r = rows[i - 1], before_c = cols[i - 1];
+      if (r < before_r || (r == before_r && c <= before_c)) atomicMin(first + 2, at);
+    }
+  }
 }
 
 template <class I>
@@ -148,15 +152,9 @@ bool validate_on_device(const coo<V, I, device>& a, gpu_context& ctx) {
   auto* first = static_cast<unsigned long long*>(slots.data());
   check_cuda(cudaMemsetAsync(first, 0xff, 3 * sizeof(unsigned long long), stream_of(ctx)),
              "gpu::coo_to_csr: clearing the index check");
-  find_out_of_range<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(a.row_idx.data(), nnz,
-                                                                                              a.rows, first);
-  check_launch("checking row indices");
-  find_out_of_range<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(a.col_idx.data(), nnz,
-                                                                                              a.cols, first + 1);
-  check_launch("checking column indices");
-  find_unordered<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(
-      a.row_idx.data(), a.col_idx.data(), nnz, first + 2);
-  check_launch("checking the order");
+  check_entries<<<launch_blocks(nnz, block_threads), block_threads, 0, stream_of(ctx)>>>(
+      a.row_idx.data(), a.col_idx.data(), nnz, a.rows, a.cols, first);
+  check_launch("checking the indices and their order");
   unsigned long long bad[3];
   check_cuda(cudaMemcpyAsync(bad, first, sizeof bad, cudaMemcpyDeviceToHost, stream_of(ctx)),
              "gpu::coo_to_csr: reading the index check");
