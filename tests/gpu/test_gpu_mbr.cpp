@@ -172,6 +172,42 @@ TEST(GpuMbrConvert, MatchesTheCpuOnRealMatrices) {
   }
 }
 
+// Block rows of more than 8 blocks (GPU MBR -> CSR lists them and gives each of their rows a
+// warp, 32 blocks a step): a full row 0 and a row of every third column (with 1x1 blocks, a
+// block row of 5000 and of 1667 blocks), rows of 2100 and of 33 to 40 entries 64 columns apart,
+// rows of 2 entries between, and full rows in the last block rows, which overhang the matrix
+// for most heights.
+TEST(GpuMbrConvert, LongBlockRowsMatchTheCpu) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  constexpr int rows = 70, cols = 5000;
+  csr<double, I> a;
+  a.rows = rows;
+  a.cols = cols;
+  a.row_ptr = {0};
+  for (int i = 0; i < rows; ++i) {
+    std::vector<int> cs;
+    if (i == 0 || i >= 66) {
+      for (int j = 0; j < cols; ++j) cs.push_back(j);
+    } else if (i == 3) {
+      for (int j = 0; j < cols; j += 3) cs.push_back(j);
+    } else if (i == 9) {
+      for (int j = 100; j < 2200; ++j) cs.push_back(j);
+    } else if (i % 5 == 1) {
+      for (int j = 0; j < 33 + i % 8; ++j) cs.push_back(j * 64 + i % 7);
+    } else if (i % 2 == 0) {
+      cs = {i, 4000 + i};
+    }
+    for (const int j : cs) {
+      a.col_idx.push_back(j);
+      a.values.push_back(1.0 + 0.001 * i + 0.5 * (j % 13));
+    }
+    a.row_ptr.push_back(static_cast<I>(a.col_idx.size()));
+  }
+  check_conversions<double>(a, ctx);
+  check_conversions<float>(a, ctx);
+}
+
 // Every ordering pass of convert/gpu/block_rows.cuh (see test::block_order_passes): of the
 // wide block rows, 8x8, 7x9 and 5x3 merge those of twelve or twenty entries a row by 8 slots,
 // 4x4, 4x8 and 3x5 (the rows of 20 and 32) by 4; those holding the row of 33 entries, and
