@@ -147,9 +147,10 @@ struct group_loader {
 // added, so an Inf or NaN there does not reach y. Columns are 32-bit (baseline plus offset,
 // below 2^31), so x is indexed without 64-bit arithmetic.
 template <class V, int K>
-__device__ __forceinline__ V group_sum(const group_loader<V, K>& load, const std::uint8_t* cols, std::uint32_t col_bytes,
-                                       const std::uint8_t* vals, bool lut, const V* table, const std::uint8_t* bitmap,
-                                       std::int64_t g, std::uint32_t col0, const V* __restrict__ x) {
+__device__ __forceinline__ V group_sum(const group_loader<V, K>& load, const std::uint8_t* cols,
+                                       std::uint32_t col_bytes, const std::uint8_t* vals, bool lut, const V* table,
+                                       const std::uint8_t* bitmap, std::int64_t g, std::uint32_t col0,
+                                       const V* __restrict__ x) {
   static_assert(8 % K == 0, "a group's pad bits must lie in one byte");
   std::uint32_t off[K];
   V v[K];
@@ -225,7 +226,8 @@ __global__ void __launch_bounds__(block_threads, 8)
     if (t < e_count / k) {
       row = roff ? roff[t] : 0;
       if constexpr (K != 0) {
-        sum = group_sum<V, K>(group_loader<V, K>(cols, vals), cols, l.col_bytes, vals, lut, s_table, bitmap, t, col0, x);
+        const group_loader<V, K> load(cols, vals);
+        sum = group_sum<V, K>(load, cols, l.col_bytes, vals, lut, s_table, bitmap, t, col0, x);
       } else {
         for (int j = 0; j < k; ++j) {
           const std::int64_t e = static_cast<std::int64_t>(t) * k + j;
