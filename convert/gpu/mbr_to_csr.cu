@@ -10,8 +10,8 @@
 // around it, for the whole walk (arrow's dense first block row: 5813 blocks), and a thread
 // writing a row's entries apart from its neighbours' makes every store touch 32 lines: pass 1
 // lists such block rows instead, and a warp per row of theirs takes their blocks 32 at a
-// time, a lane per block, placing each block's entries by scans over the lanes. Each row is written by one
-// thread or one warp, so the result is deterministic.
+// time, a lane per block, placing each block's entries by scans over the lanes. Each row is
+// written by one thread or one warp, so the result is deterministic.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -87,6 +87,19 @@ __global__ void long_row_lengths(std::int64_t rows, int r, int c, const I* block
   });
 }
 
+// One row's entries in one block: the set bits of its slice `bits`, lowest first, are the
+// columns base + j; their values follow values[u], and they go to positions k, k + 1, ...
+// Returns the position after them.
+template <class V>
+__device__ __forceinline__ I write_slice(std::uint64_t bits, I base, I k, I u, const V* values, I* col_idx,
+                                         V* out_values) {
+  for (; bits; bits &= bits - 1, ++k, ++u) {
+    col_idx[k] = base + (__ffsll(static_cast<long long>(bits)) - 1);
+    out_values[k] = values[u];
+  }
+  return k;
+}
+
 template <class M, class V>
 __global__ void write_rows(std::int64_t rows, int r, int c, const I* block_row_ptr, const I* block_col_idx,
                            const M* bitmaps, const I* value_ptr, const V* values, const I* row_ptr, I* col_idx,
@@ -100,12 +113,7 @@ __global__ void write_rows(std::int64_t rows, int r, int c, const I* block_row_p
     for (I b = begin; b < end; ++b) {
       const auto map = static_cast<std::uint64_t>(bitmaps[b]);
       const mbr_row_bits part = mbr_row_of(map, i, c);
-      const I base = block_col_idx[b] * c;
-      I u = v + part.before;
-      for (std::uint64_t bits = part.cols; bits; bits &= bits - 1, ++k, ++u) {
-        col_idx[k] = base + (__ffsll(static_cast<long long>(bits)) - 1);
-        out_values[k] = values[u];
-      }
+      k = write_slice(part.cols, block_col_idx[b] * c, k, v + part.before, values, col_idx, out_values);
       v += __popcll(map);
     }
   }
@@ -135,14 +143,9 @@ __global__ void write_long_rows(std::int64_t rows, int r, int c, const I* block_
           all_sum += a;
         }
       }
-      if (own > 0) {
-        const I base = block_col_idx[b] * c;
-        I kk = k + own_sum - own, u = v + all_sum - all + part.before;
-        for (std::uint64_t bits = part.cols; bits; bits &= bits - 1, ++kk, ++u) {
-          col_idx[kk] = base + (__ffsll(static_cast<long long>(bits)) - 1);
-          out_values[kk] = values[u];
-        }
-      }
+      if (own > 0)  // lanes past the block row read no block column
+        write_slice(part.cols, block_col_idx[b] * c, k + own_sum - own, v + all_sum - all + part.before, values,
+                    col_idx, out_values);
       k += __shfl_sync(full, own_sum, 31);
       v += __shfl_sync(full, all_sum, 31);
     }
