@@ -4,6 +4,8 @@
 // unrolled for the K the automatic rule picks), the chunk's encoding chosen by its format
 // code, uniform over the block so the decode does not diverge (the compressed part). Row
 // sums are combined by the segmented scan of Listing 1.2 and added to y with atomicAdd.
+// Chunks of table values may go to a second kernel instead, a warp per chunk (spconv's
+// addition, below chunk_products; the choice is in spmv_ccoo.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -190,13 +192,51 @@ __device__ __forceinline__ void add_row_sums(V sum, int row, int lane, V alpha, 
   if (first && row >= 0) add_to(y + row, alpha * sum);
 }
 
+// The chunks a block or a warp takes: first, first + stride, ...; with Filter, only those whose
+// code has every bit of `need` and no bit of `skip` (the others are the other kernel's): then
+// the lanes read the codes of the next 32 at once, a lane each, and a ballot lists the ones to
+// take, so that skipping does not wait on one code at a time (a chain of ~100 such loads a
+// block cost the replicated rajat01 ~0.13 ms, stop 29). Every lane of the warp calls next()
+// alike.
+template <bool Filter>
+struct chunk_walk {
+  std::int64_t first;  // Filter: the chunk of lane 0 in the current 32; else the current chunk
+  unsigned todo = 0;   // Filter: the chunks of the current 32 still to take, a bit per lane
+  unsigned lane_code = 0;
+
+  __device__ bool next(const std::uint8_t* format, std::int64_t chunks, std::int64_t stride, unsigned need,
+                       unsigned skip, std::int64_t& c, std::uint8_t& code) {
+    if constexpr (!Filter) {
+      first += stride;
+      if (first >= chunks) return false;
+      c = first;
+      code = format[c];
+      return true;
+    }
+    const int lane = static_cast<int>(threadIdx.x % warp_size);
+    while (todo == 0) {
+      first += warp_size * stride;
+      if (first >= chunks) return false;
+      const std::int64_t mine = first + lane * stride;
+      lane_code = mine < chunks ? format[mine] : 0u;
+      todo = __ballot_sync(0xffffffffu, mine < chunks && (lane_code & need) == need && !(lane_code & skip));
+    }
+    const int i = __ffs(static_cast<int>(todo)) - 1;
+    todo &= todo - 1;
+    c = first + i * stride;
+    code = static_cast<std::uint8_t>(__shfl_sync(0xffffffffu, lane_code, i));
+    return true;
+  }
+};
+
 // The block loops over chunks blockIdx.x, blockIdx.x + gridDim.x, ... (enough blocks to fill
 // the device, launched once): the value table is staged in shared memory once per block
 // instead of once per chunk, and the per-block start-up is paid once per ~100 chunks.
 // Eight blocks per SM (at most 32 registers): a chunk's loads wait on one another, so the
 // kernel hides latency by occupancy (Nsight Compute: long_scoreboard stalls dominate; loading
 // the next chunk's header or blob ahead, which costs registers or shared memory, was slower).
-template <class V, int K>
+// Split: the chunks whose values are table indices are chunk_table_warps', not this kernel's.
+template <class V, int K, bool Split>
 __global__ void __launch_bounds__(block_threads, 8)
     chunk_products(chunks_view m, std::int64_t chunks, const V* table, int table_size, V alpha,
                    const V* __restrict__ x, V* y) {
@@ -207,9 +247,11 @@ __global__ void __launch_bounds__(block_threads, 8)
   for (int i = t; i < table_size; i += blockDim.x) s_table[i] = table[i];
   __syncthreads();
 
-  for (std::int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+  chunk_walk<Split> walk{std::int64_t{blockIdx.x} - (Split ? std::int64_t{warp_size} : 1) * gridDim.x};
+  std::int64_t c;
+  std::uint8_t code;
+  while (walk.next(m.format, chunks, gridDim.x, 0u, ccoo_code::lut, c, code)) {  // alike for the block's warps
     const std::int64_t e_count = ccoo_device::chunk_entries(m.counts[0], std::int64_t{m.b} * k, c);
-    const std::uint8_t code = m.format[c];
     const ccoo_device::section l = ccoo_device::chunk_section(e_count, k, code, sizeof(V));
     const std::uint8_t* p = m.blob + m.ptr[c];
     const std::uint8_t* roff = (code & ccoo_code::single_row) ? nullptr : p + l.rows;
@@ -256,25 +298,259 @@ __global__ void __launch_bounds__(block_threads, 8)
   }
 }
 
+// ---- table chunks: a warp per chunk, a lane per K consecutive groups -------------------
+// The block kernel pays a chunk's header (its code, layout and pointers, about a quarter of its
+// instructions on the matrices of table values, Nsight Compute, stop 29) in every thread, for
+// K entries, and a segmented scan for every group. For chunks whose values are table indices
+// (1 byte an entry: 3-4 bytes an entry in all, where the work per byte, not the memory, sets
+// the pace) and B = 256 groups, chunk_table_warps gives a chunk to one warp: the header is
+// paid once a warp, and in each of 256 / (32 K) steps a lane takes K consecutive groups (K*K
+// entries), reads each section of them as one aligned vector, sums them row by row in
+// registers and one segmented scan a step joins the rows that cross lanes (specs/formats/
+// ccoo.md, "SpMV", for the measurements behind K groups a lane).
+constexpr int warp_kernel_b = 256;  // groups a chunk: the automatic B
+constexpr int warp_kernel_threads = 128;
+
+// N consecutive elements of EB bytes of one section of a full chunk, from p. A full chunk of
+// B = 256 has sections whose lengths are multiples of 32 bytes (256 row offsets, 32*K bytes of
+// pad bits, 256*K column offsets and values), so every full chunk's blob and sections start
+// 16-byte aligned (the blob allocation is, and only the last chunk is partial); a lane's
+// share of a section in a step (K*K elements from a multiple of K*K) and a group's (K from a
+// multiple of K) are then aligned to their size up to 16 bytes. They are loaded in aligned
+// units of up to 16 bytes and element j is cut out of its unit (j is a constant once the group
+// loops are unrolled).
+template <int EB, int N>
+struct elements {
+  static constexpr int bytes = N * EB;
+  static constexpr int unit = bytes < 16 ? bytes : 16;  // bytes a load
+  static constexpr int per_unit = unit / EB;            // elements a load
+  static constexpr int units = bytes / unit;
+  std::uint32_t w[units][unit < 4 ? 1 : unit / 4];
+
+  __device__ explicit elements(const std::uint8_t* p) {
+#pragma unroll
+    for (int u = 0; u < units; ++u) {
+      const std::uint8_t* q = p + u * unit;
+      if constexpr (unit == 16) {
+        const uint4 v = *reinterpret_cast<const uint4*>(q);
+        w[u][0] = v.x;
+        w[u][1] = v.y;
+        w[u][2] = v.z;
+        w[u][3] = v.w;
+      } else if constexpr (unit == 8) {
+        const uint2 v = *reinterpret_cast<const uint2*>(q);
+        w[u][0] = v.x;
+        w[u][1] = v.y;
+      } else if constexpr (unit == 4) {
+        w[u][0] = *reinterpret_cast<const std::uint32_t*>(q);
+      } else if constexpr (unit == 2) {
+        w[u][0] = *reinterpret_cast<const std::uint16_t*>(q);
+      } else {
+        w[u][0] = *q;
+      }
+    }
+  }
+  // Element j as an unsigned integer (EB <= 4).
+  __device__ std::uint32_t operator[](int j) const {
+    const int u = j / per_unit, b = (j % per_unit) * EB;
+    if constexpr (EB == 4) return w[u][b / 4];
+    else return (w[u][b / 4] >> (8 * (b % 4))) & ((1u << (8 * EB)) - 1u);
+  }
+};
+
+// A lane's elements of one section in one step (G groups, G*K elements): loaded at once where
+// they take at most 32 bytes (8 registers: 1- and 2-byte column offsets, table indices),
+// otherwise a group's K at a time (4-byte column offsets of K = 4); the group loops are
+// unrolled, so the compiler may still load ahead as far as the registers allow.
+template <int EB, int K, int G, bool Whole = (G * K * EB <= 32)>
+struct lane_section;
+
+template <int EB, int K, int G>
+struct lane_section<EB, K, G, true> {
+  elements<EB, G * K> all;
+  __device__ explicit lane_section(const std::uint8_t* p) : all(p) {}
+  __device__ elements<EB, G * K> group(int) const { return all; }
+  __device__ static constexpr int first(int g) { return g * K; }  // the group's first element in group(g)
+};
+
+template <int EB, int K, int G>
+struct lane_section<EB, K, G, false> {
+  const std::uint8_t* p;
+  __device__ explicit lane_section(const std::uint8_t* q) : p(q) {}
+  __device__ elements<EB, K> group(int g) const { return elements<EB, K>(p + g * K * EB); }
+  __device__ static constexpr int first(int) { return 0; }
+};
+
+// A lane's running row sums. Its groups' rows do not decrease and step by at most one, so a
+// new row ends the one before: the lane's first row may continue the lane before's last, so
+// its part is kept (head) for the join; the rows after it, until the current one, are the
+// lane's alone and go to y at once.
+template <class V>
+struct lane_rows {
+  int head_row = -1, row = -1;  // the lane's first row and its current one; -1: no group
+  V head = 0, sum = 0;          // the first row's part once the lane has left it; the current row's
+  bool left = false;            // whether the lane has left its first row
+
+  __device__ void start(int r) { head_row = row = r; }
+  __device__ void add(int r, V s, V alpha, V* y) {
+    if (r == row) {
+      sum += s;
+      return;
+    }
+    if (left) add_to(y + row, alpha * sum);
+    else head = sum;
+    left = true;
+    row = r;
+    sum = s;
+  }
+  // The join over the warp: a lane's first part goes to the lane before when that lane's last
+  // row is the same row, else to y; then the lanes' last parts are summed per row by the
+  // segmented scan, whose segment heads add them to y. Every lane calls it.
+  __device__ void finish(int lane, V alpha, V* y) {
+    const unsigned full = 0xffffffffu;
+    const int next_head_row = __shfl_down_sync(full, left ? head_row : -1, 1);
+    const V next_head = __shfl_down_sync(full, head, 1);
+    const int prev_row = __shfl_up_sync(full, row, 1);
+    if (lane + 1 < warp_size && row >= 0 && next_head_row == row) sum += next_head;
+    if (left && (lane == 0 || prev_row != head_row)) add_to(y + head_row, alpha * head);
+    add_row_sums(sum, row, lane, alpha, y);
+  }
+};
+
+// The lane's G*K pad bits from entry e (bit j: entry e + j), 0 without a pad bitmap. e is a
+// multiple of G*K, a power of two, so the bits never straddle an aligned word of their size.
+template <int K, int G>
+__device__ __forceinline__ std::uint32_t lane_pads(const std::uint8_t* bitmap, int e) {
+  constexpr int bits = G * K;
+  if (!bitmap) return 0;
+  if constexpr (bits == 32) return reinterpret_cast<const std::uint32_t*>(bitmap)[e / 32];
+  else if constexpr (bits == 16) return reinterpret_cast<const std::uint16_t*>(bitmap)[e / 16];
+  else if constexpr (bits == 8) return bitmap[e / 8];
+  else return (bitmap[e / 8] >> (e % 8)) & ((1u << bits) - 1u);
+}
+
+// The G row offsets from group g (aligned to G bytes), byte i for group g + i.
+template <int G>
+__device__ __forceinline__ std::uint64_t lane_row_offsets(const std::uint8_t* rows, int g) {
+  if constexpr (G == 8) return reinterpret_cast<const std::uint64_t*>(rows)[g / 8];
+  else if constexpr (G == 4) return reinterpret_cast<const std::uint32_t*>(rows)[g / 4];
+  else if constexpr (G == 2) return reinterpret_cast<const std::uint16_t*>(rows)[g / 2];
+  else return rows[g];
+}
+
+// The lane's G groups from group g0 of a full table chunk, CB bytes a column offset.
+template <class V, int K, int G, int CB>
+__device__ __forceinline__ void full_chunk_lane(const std::uint8_t* p, const ccoo_device::section& l,
+                                                std::uint8_t code, int g0, std::uint32_t col0, const V* table,
+                                                const V* __restrict__ x, V alpha, V* y, lane_rows<V>& acc) {
+  const int e0 = g0 * K;
+  const std::uint64_t rows = (code & ccoo_code::single_row) ? 0 : lane_row_offsets<G>(p + l.rows, g0);
+  const std::uint32_t pads = lane_pads<K, G>((code & ccoo_code::pads) ? p + l.pads : nullptr, e0);
+  const lane_section<CB, K, G> cols(p + l.cols + e0 * CB);
+  const lane_section<1, K, G> vals(p + l.values + e0);
+  acc.start(static_cast<int>(rows & 0xffu));
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const auto gc = cols.group(g);
+    const auto gv = vals.group(g);
+    V sum = 0;
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int c = decltype(cols)::first(g) + j, v = decltype(vals)::first(g) + j;
+      const V a = table[gv[v]], xv = x[col0 + gc[c]];
+      if (!((pads >> (g * K + j)) & 1u)) sum += a * xv;
+    }
+    acc.add(static_cast<int>((rows >> (8 * g)) & 0xffu), sum, alpha, y);
+  }
+}
+
+// The lane's groups [g0, g0 + G) of the last table chunk when it is partial (`groups` < 256 of
+// them): element by element, as the block kernel's general K.
+template <class V, int K, int G>
+__device__ void partial_chunk_lane(const std::uint8_t* p, const ccoo_device::section& l, std::uint8_t code,
+                                   std::int64_t groups, int g0, std::uint32_t col0, const V* table,
+                                   const V* __restrict__ x, V alpha, V* y, lane_rows<V>& acc) {
+  const std::uint8_t* roff = (code & ccoo_code::single_row) ? nullptr : p + l.rows;
+  const std::uint8_t* bitmap = (code & ccoo_code::pads) ? p + l.pads : nullptr;
+  const int n = static_cast<int>(min(groups - g0, std::int64_t{G}));
+  if (n <= 0) return;
+  acc.start(roff ? roff[g0] : 0);
+  for (int g = g0; g < g0 + n; ++g) {
+    V sum = 0;
+    for (int j = 0; j < K; ++j) {
+      const std::int64_t e = std::int64_t{g} * K + j;
+      if (ccoo_device::is_pad(bitmap, e)) continue;
+      sum += table[p[l.values + e]] * x[col0 + ccoo_device::col_offset(p + l.cols, l.col_bytes, e)];
+    }
+    acc.add(roff ? roff[g] : 0, sum, alpha, y);
+  }
+}
+
+// The chunks whose values are table indices (the others are the block kernel's), a warp each.
+// One step per K groups a lane (G = K), the measured best of G = 1, 2, 4, 8 (specs).
+template <class V, int K>
+__global__ void __launch_bounds__(warp_kernel_threads)
+    chunk_table_warps(chunks_view m, std::int64_t chunks, const V* table, int table_size, V alpha,
+                      const V* __restrict__ x, V* y) {
+  constexpr int G = K;
+  __shared__ V s_table[ccoo_table_capacity];
+  for (int i = threadIdx.x; i < table_size; i += blockDim.x) s_table[i] = table[i];
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x % warp_size);
+  constexpr std::int64_t per_chunk = std::int64_t{warp_kernel_b} * K;
+  const std::int64_t entries = m.counts[0];
+  const std::int64_t warps = std::int64_t{gridDim.x} * (blockDim.x / warp_size);
+  const std::int64_t warp = std::int64_t{blockIdx.x} * (blockDim.x / warp_size) + threadIdx.x / warp_size;
+  chunk_walk<true> walk{warp - warp_size * warps};
+  std::int64_t c;
+  std::uint8_t code;
+  while (walk.next(m.format, chunks, warps, ccoo_code::lut, 0u, c, code)) {
+    const std::int64_t e_count = ccoo_device::chunk_entries(entries, per_chunk, c);
+    const ccoo_device::section l = ccoo_device::chunk_section(e_count, K, code, sizeof(V));
+    const std::uint8_t* p = m.blob + m.ptr[c];
+    const auto col0 = static_cast<std::uint32_t>(m.col[c]);
+    V* const yc = y + m.row[c];
+#pragma unroll 1
+    for (int g = lane * G; g < warp_kernel_b; g += warp_size * G) {
+      lane_rows<V> acc;
+      if (e_count == per_chunk) {
+        switch (l.col_bytes) {
+          case 1: full_chunk_lane<V, K, G, 1>(p, l, code, g, col0, s_table, x, alpha, yc, acc); break;
+          case 2: full_chunk_lane<V, K, G, 2>(p, l, code, g, col0, s_table, x, alpha, yc, acc); break;
+          default: full_chunk_lane<V, K, G, 4>(p, l, code, g, col0, s_table, x, alpha, yc, acc); break;
+        }
+      } else {
+        partial_chunk_lane<V, K, G>(p, l, code, e_count / K, g, col0, s_table, x, alpha, yc, acc);
+      }
+      acc.finish(lane, alpha, yc);
+    }
+  }
+}
+
 template <class V>
 using kernel_fn = void (*)(chunks_view, std::int64_t, const V*, int, V, const V*, V*);
 
 // The K loop unrolls for the K the automatic rule picks (4, 2, 1); other K run it with a
-// run-time bound.
+// run-time bound. split: table chunks are left to chunk_table_warps (K in {1, 2, 4}).
 template <class V>
-kernel_fn<V> pick(int k) {
+kernel_fn<V> pick_blocks(int k, bool split) {
   switch (k) {
-    case 1: return &chunk_products<V, 1>;
-    case 2: return &chunk_products<V, 2>;
-    case 4: return &chunk_products<V, 4>;
-    default: return &chunk_products<V, 0>;
+    case 1: return split ? &chunk_products<V, 1, true> : &chunk_products<V, 1, false>;
+    case 2: return split ? &chunk_products<V, 2, true> : &chunk_products<V, 2, false>;
+    case 4: return split ? &chunk_products<V, 4, true> : &chunk_products<V, 4, false>;
+    default: return &chunk_products<V, 0, false>;
   }
+}
+
+template <class V>
+kernel_fn<V> pick_table_warps(int k) {
+  return k == 1 ? &chunk_table_warps<V, 1> : k == 2 ? &chunk_table_warps<V, 2> : &chunk_table_warps<V, 4>;
 }
 
 }  // namespace
 
 template <class V>
-void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx) {
+void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx, ccoo_kernel kernel) {
   const int b = a.params.chunk_b, k = a.params.chunk_k;
   if (b < 1 || b > ccoo_max_chunk_b || k < 1 || k > ccoo_max_chunk_k)
     fail(errc::usage, "gpu::spmv: ccoo chunk " + std::to_string(b) + "x" + std::to_string(k) +
@@ -282,6 +558,11 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
                           std::to_string(ccoo_max_chunk_k) + "]");
   if (a.counts.size() != 2)
     fail(errc::usage, "gpu::spmv: ccoo counts has " + std::to_string(a.counts.size()) + " elements, expected 2");
+  // Table warps need B = 256, K in {1, 2, 4} and a 16-byte aligned blob (their vector loads).
+  const bool warps_fit = ccoo_table_warps_fit(b, k) && reinterpret_cast<std::uintptr_t>(a.blob.data()) % 16 == 0;
+  if (kernel == ccoo_kernel::table_warps && !warps_fit)
+    fail(errc::usage, "gpu::spmv: the ccoo table-warp kernel takes chunks of 256 x 1, 2 or 4 (a 16-byte aligned "
+                      "blob), not " + std::to_string(b) + "x" + std::to_string(k));
   if (a.rows == 0) return;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
   if (beta != V(1)) {
@@ -292,18 +573,43 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   if (chunks == 0) return;
   const chunks_view m{a.chunk_format.data(), a.chunk_row.data(), a.chunk_col.data(), a.chunk_ptr.data(),
                       a.blob.data(),         a.counts.data(),    b,                   k};
-  // A thread per group: B rounded up to whole warps (B <= 256 = block_threads).
-  const int threads = (b + warp_size - 1) / warp_size * warp_size;
-  const kernel_fn<V> kernel = pick<V>(k);
-  // One resident wave; each block loops over its share of the equal-sized chunks.
-  const std::int64_t blocks =
-      std::min<std::int64_t>(chunks, resident_blocks(kernel, threads, ctx.device(), "gpu::spmv (ccoo)"));
-  kernel<<<static_cast<unsigned>(blocks), threads, 0, s>>>(m, chunks, a.table.data(), static_cast<int>(a.table.size()),
-                                                           alpha, x, y);
-  check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO chunk kernel");
+  const auto table = static_cast<std::int64_t>(a.table.size());
+  // Table chunks go to a warp each where asked (the block kernel takes the others, if the
+  // matrix can have any), or alone where automatic, every chunk is a table chunk and it pays.
+  const kernel_fn<V> warps_kernel = warps_fit ? pick_table_warps<V>(k) : nullptr;
+  constexpr int per_block = warp_kernel_threads / warp_size;
+  bool warps = false, blocks = true;
+  if (kernel == ccoo_kernel::table_warps && table > 0) {
+    warps = true;
+    blocks = !ccoo_every_chunk_in_table(table);
+  } else if (kernel == ccoo_kernel::automatic && warps_fit && ccoo_every_chunk_in_table(table)) {
+    const std::int64_t resident = resident_blocks(warps_kernel, warp_kernel_threads, ctx.device(), "gpu::spmv (ccoo)");
+    warps = ccoo_table_warps_pay(chunks, b, a.rows, resident * per_block);
+    blocks = !warps;
+  }
+  if (blocks) {
+    // A thread per group: B rounded up to whole warps (B <= 256 = block_threads).
+    const int threads = (b + warp_size - 1) / warp_size * warp_size;
+    const kernel_fn<V> blocks_kernel = pick_blocks<V>(k, warps);
+    // One resident wave; each block loops over its share of the equal-sized chunks.
+    const std::int64_t n =
+        std::min<std::int64_t>(chunks, resident_blocks(blocks_kernel, threads, ctx.device(), "gpu::spmv (ccoo)"));
+    blocks_kernel<<<static_cast<unsigned>(n), threads, 0, s>>>(m, chunks, a.table.data(), static_cast<int>(table),
+                                                               alpha, x, y);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO chunk kernel");
+  }
+  if (warps) {
+    const std::int64_t n = std::min<std::int64_t>(
+        (chunks + per_block - 1) / per_block,
+        resident_blocks(warps_kernel, warp_kernel_threads, ctx.device(), "gpu::spmv (ccoo)"));
+    warps_kernel<<<static_cast<unsigned>(n), warp_kernel_threads, 0, s>>>(m, chunks, a.table.data(),
+                                                                          static_cast<int>(table), alpha, x, y);
+    check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO table-warp kernel");
+  }
 }
 
-#define SPCONV_INST(V) template void spmv<V>(const ccoo<V, I, device>&, V, const V*, V, V*, gpu_context&);
+#define SPCONV_INST(V) \
+  template void spmv<V>(const ccoo<V, I, device>&, V, const V*, V, V*, gpu_context&, ccoo_kernel);
 SPCONV_FOR_VALUE(SPCONV_INST)
 #undef SPCONV_INST
 

@@ -1,7 +1,8 @@
 // CCOO on the GPU: CSR <-> CCOO conversions byte for byte against the CPU converters (both
 // directions, generated and real matrices, automatic and explicit chunk sizes, special
 // values, value table and direct chunks, no table where no chunk could use one, every column
-// width, row offset 255, refusals), and the chunk SpMV kernel against the CSR reference.
+// width, row offset 255, refusals), and the SpMV kernels (the block kernel, table warps)
+// against the CSR reference.
 // Every test skips on a machine without a GPU.
 #include <gtest/gtest.h>
 
@@ -57,11 +58,13 @@ void check_conversions(const csr<V, std::int32_t>& a, const ccoo_params& request
   EXPECT_TRUE(equal(to_host(gpu::ccoo_to_csr(to_device(want), ctx)), cpu::ccoo_to_csr(want)));
 }
 
+const char* kernel_name(gpu::ccoo_kernel k) { return k == gpu::ccoo_kernel::blocks ? "blocks" : "table_warps"; }
+
 // (1, 0) on a y full of NaN (beta == 0 must not read y) and (-0.5, 2), within the CSR
 // reference's tolerance.
 template <class V>
-void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ctx) {
-  SCOPED_TRACE(std::string(type_name<V>()) + " " + describe(m.params));
+void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ctx, gpu::ccoo_kernel kernel) {
+  SCOPED_TRACE(std::string(type_name<V>()) + " " + describe(m.params) + " " + kernel_name(kernel));
   const auto d = to_device(m);
   const std::vector<V> x = test::test_vector<V>(a.cols, 1), y0 = test::test_vector<V>(a.rows, 2);
   const std::vector<V> nan(a.rows, std::numeric_limits<V>::quiet_NaN());
@@ -70,11 +73,21 @@ void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ct
   const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
   for (const auto& [alpha, beta] : {std::pair<V, V>{1, 0}, std::pair<V, V>{-0.5, 2}}) {
     dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
-    gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx);
+    gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx, kernel);
     ctx.synchronize();
     const auto y = test::download(dy);
     EXPECT_LE(cpu::spmv_max_rel_error(a, alpha, x.data(), beta, y0.data(), y.data()), tol)
         << "alpha " << alpha << " beta " << beta;
+  }
+}
+
+// The same by the block kernel and, where its shape fits, by table warps.
+template <class V>
+void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ctx) {
+  for (const auto kernel : {gpu::ccoo_kernel::blocks, gpu::ccoo_kernel::table_warps}) {
+    if (kernel == gpu::ccoo_kernel::table_warps && !gpu::ccoo_table_warps_fit(m.params.chunk_b, m.params.chunk_k))
+      continue;
+    check_spmv(a, m, ctx, kernel);
   }
 }
 
@@ -363,15 +376,20 @@ TEST(GpuCcooSpmv, PaddingDoesNotTouchInfinitiesInX) {
   device_array<double> dx, dy;
   dx.upload(x.data(), x.size());
   for (const int k : {1, 2, 3, 4, 8}) {
-    SCOPED_TRACE("K = " + std::to_string(k));
-    const auto d = to_device(cpu::csr_to_ccoo(a, {256, k}));
-    const std::vector<double> y0(2, 5.0);
-    dy.upload(y0.data(), y0.size());
-    gpu::spmv(d, 1.0, dx.data(), 0.0, dy.data(), ctx);
-    ctx.synchronize();
-    const auto y = test::download(dy);
-    EXPECT_EQ(y[0], std::numeric_limits<double>::infinity());
-    EXPECT_EQ(y[1], 0.0);
+    const auto m = cpu::csr_to_ccoo(a, {256, k});
+    ASSERT_TRUE(m.chunk_format[0] & ccoo_code::lut);  // a table chunk: table warps take it
+    const auto d = to_device(m);
+    for (const auto kernel : {gpu::ccoo_kernel::blocks, gpu::ccoo_kernel::table_warps}) {
+      if (kernel == gpu::ccoo_kernel::table_warps && !gpu::ccoo_table_warps_fit(256, k)) continue;
+      SCOPED_TRACE("K = " + std::to_string(k) + ", " + kernel_name(kernel));
+      const std::vector<double> y0(2, 5.0);
+      dy.upload(y0.data(), y0.size());
+      gpu::spmv(d, 1.0, dx.data(), 0.0, dy.data(), ctx, kernel);
+      ctx.synchronize();
+      const auto y = test::download(dy);
+      EXPECT_EQ(y[0], std::numeric_limits<double>::infinity());
+      EXPECT_EQ(y[1], 0.0);
+    }
   }
 }
 
@@ -387,4 +405,61 @@ TEST(GpuCcooSpmv, RowAcrossManyChunks) {
   const auto a = from_rows(1000, rows);
   check_spmv(a, cpu::csr_to_ccoo(a, {2, 2}), ctx);
   check_spmv(a, cpu::csr_to_ccoo(a, {256, 1}), ctx);
+}
+
+// Table warps: a lane takes K consecutive groups a step, so rows end inside lanes, continue
+// across lanes, steps and chunks, and fill whole chunks (one row of 3000 entries: single-row
+// chunks); empty rows are groups of padding; rows 600-639 hold unique values, so their chunks
+// are direct (the block kernel's) between table chunks, and the last chunk is partial. Every
+// K the kernel is compiled for, both value types, both kernels.
+TEST(GpuCcooSpmv, TableWarpsJoinRowsAcrossLanesStepsAndChunks) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  row_list rows(1000);
+  for (int r = 0; r < 1000; ++r) {
+    const int len = r == 300 ? 3000 : r % 11 == 5 ? 0 : 1 + (r * 7) % 37;
+    for (int j = 0; j < len; ++j) {
+      const int c = (r * 13 + j * (r == 300 ? 1 : 17)) % 3000;
+      rows[r].push_back({c, r >= 600 && r < 640 ? 1.0 + r * 1000 + j : 1.0 + (r + j) % 3});
+    }
+    std::sort(rows[r].begin(), rows[r].end());
+    rows[r].erase(std::unique(rows[r].begin(), rows[r].end(),
+                              [](const auto& u, const auto& v) { return u.first == v.first; }),
+                  rows[r].end());
+  }
+  const auto a = from_rows(3000, rows);
+  const auto f = test::cast_values<float>(a);
+  for (const int k : {1, 2, 4}) {
+    const auto m = cpu::csr_to_ccoo(a, {256, k});
+    const auto& code = m.chunk_format;
+    ASSERT_TRUE(std::any_of(code.begin(), code.end(), [](auto c) { return (c & ccoo_code::lut) != 0; }));
+    ASSERT_TRUE(std::any_of(code.begin(), code.end(), [](auto c) { return (c & ccoo_code::lut) == 0; }));
+    ASSERT_TRUE(std::any_of(code.begin(), code.end(), [](auto c) { return (c & ccoo_code::single_row) != 0; }));
+    ASSERT_NE(m.counts[0] % (256 * k), 0);  // a partial last chunk
+    check_spmv(a, m, ctx);
+    check_spmv(f, cpu::csr_to_ccoo(f, {256, k}), ctx);
+  }
+}
+
+// Shapes the table-warp kernel is not compiled for are refused when asked for by name.
+TEST(GpuCcooSpmv, TableWarpsRefuseOtherChunkShapes) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto a = from_rows(2, {{{0, 1.0}}, {{1, 2.0}}});
+  device_array<double> dx, dy;
+  dx.upload(std::vector<double>(2, 1.0).data(), 2);
+  dy.upload(std::vector<double>(2, 0.0).data(), 2);
+  for (const ccoo_params p : {ccoo_params{128, 4}, ccoo_params{256, 8}}) {
+    const auto d = to_device(cpu::csr_to_ccoo(a, p));
+    test::expect_error([&] { gpu::spmv(d, 1.0, dx.data(), 0.0, dy.data(), ctx, gpu::ccoo_kernel::table_warps); },
+                       errc::usage, "the ccoo table-warp kernel takes chunks of 256 x 1, 2 or 4");
+  }
+  EXPECT_TRUE(gpu::ccoo_table_warps_fit(256, 4));
+  EXPECT_FALSE(gpu::ccoo_table_warps_fit(256, 3));
+  EXPECT_TRUE(gpu::ccoo_table_warps_pay(7000, 256, 4 * 256 * 1000, 7000));  // 1.75 groups a row
+  EXPECT_FALSE(gpu::ccoo_table_warps_pay(7000, 256, 4 * 256 * 1000 + 1, 7000));
+  EXPECT_FALSE(gpu::ccoo_table_warps_pay(6999, 256, 1, 7000));  // fewer chunks than warps
+  EXPECT_TRUE(gpu::ccoo_every_chunk_in_table(255));
+  EXPECT_FALSE(gpu::ccoo_every_chunk_in_table(256));
+  EXPECT_FALSE(gpu::ccoo_every_chunk_in_table(0));
 }
