@@ -308,7 +308,6 @@ __global__ void __launch_bounds__(block_threads, 8)
 // entries), reads each section of them as one aligned vector, sums them row by row in
 // registers and one segmented scan a step joins the rows that cross lanes (specs/formats/
 // ccoo.md, "SpMV", for the measurements behind K groups a lane).
-constexpr int warp_kernel_b = 256;  // groups a chunk: the automatic B
 constexpr int warp_kernel_threads = 128;
 
 // N consecutive elements of EB bytes of one section of a full chunk, from p. A full chunk of
@@ -497,7 +496,7 @@ __global__ void __launch_bounds__(warp_kernel_threads)
   for (int i = threadIdx.x; i < table_size; i += blockDim.x) s_table[i] = table[i];
   __syncthreads();
   const int lane = static_cast<int>(threadIdx.x % warp_size);
-  constexpr std::int64_t per_chunk = std::int64_t{warp_kernel_b} * K;
+  constexpr std::int64_t per_chunk = std::int64_t{ccoo_table_warps_b} * K;
   const std::int64_t entries = m.counts[0];
   const std::int64_t warps = std::int64_t{gridDim.x} * (blockDim.x / warp_size);
   const std::int64_t warp = std::int64_t{blockIdx.x} * (blockDim.x / warp_size) + threadIdx.x / warp_size;
@@ -511,7 +510,7 @@ __global__ void __launch_bounds__(warp_kernel_threads)
     const auto col0 = static_cast<std::uint32_t>(m.col[c]);
     V* const yc = y + m.row[c];
 #pragma unroll 1
-    for (int g = lane * G; g < warp_kernel_b; g += warp_size * G) {
+    for (int g = lane * G; g < ccoo_table_warps_b; g += warp_size * G) {
       lane_rows<V> acc;
       if (e_count == per_chunk) {
         switch (l.col_bytes) {

@@ -33,12 +33,15 @@ enum class ccoo_kernel { automatic, blocks, table_warps };
 
 // The table-warp kernel's shapes: B = 256 (a warp's 32 lanes take 256 / (32 K) steps of K
 // groups) and K in {1, 2, 4} (compiled; the automatic rule picks only these).
-constexpr bool ccoo_table_warps_fit(int b, int k) { return b == 256 && (k == 1 || k == 2 || k == 4); }
+constexpr int ccoo_table_warps_b = 256;
+constexpr bool ccoo_table_warps_fit(int b, int k) { return b == ccoo_table_warps_b && (k == 1 || k == 2 || k == 4); }
 
 // A valid matrix (validate) stores values directly only in a chunk that holds a value the table
 // misses, and its table is the canonical one, the min(256, distinct) most frequent values: a
 // table of fewer than 256 values holds every value, so every chunk is a table chunk.
-constexpr bool ccoo_every_chunk_in_table(std::int64_t table_size) { return table_size > 0 && table_size < 256; }
+constexpr bool ccoo_every_chunk_in_table(std::int64_t table_size) {
+  return table_size > 0 && table_size < static_cast<std::int64_t>(ccoo_table_capacity);
+}
 
 // A warp per table chunk pays where (1) the chunks fill every warp the device holds for that
 // kernel at least once: below, a chunk's 8 warps in the block kernel keep more of the device
