@@ -23,6 +23,7 @@
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/resident_blocks.cuh"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -135,14 +136,7 @@ __global__ void write_long_rows(std::int64_t rows, int r, int c, const I* block_
       const std::uint64_t map = b < end ? static_cast<std::uint64_t>(bitmaps[b]) : 0;
       const mbr_row_bits part = mbr_row_of(map, i, c);
       const int own = __popcll(part.cols), all = __popcll(map);
-      int own_sum = own, all_sum = all;
-      for (int d = 1; d < 32; d *= 2) {
-        const int o = __shfl_up_sync(full, own_sum, d), a = __shfl_up_sync(full, all_sum, d);
-        if (lane >= d) {
-          own_sum += o;
-          all_sum += a;
-        }
-      }
+      const int own_sum = group_inclusive_sum(own), all_sum = group_inclusive_sum(all);
       if (own > 0)  // lanes past the block row read no block column
         write_slice(part.cols, block_col_idx[b] * c, k + own_sum - own, v + all_sum - all + part.before, values,
                     col_idx, out_values);

@@ -172,6 +172,23 @@ __device__ __forceinline__ V group_sum(const group_loader<V, K>& load, const std
   return sum;
 }
 
+// The same for any K, element by element: the block kernel's general K and the table warps'
+// partial last chunk.
+template <class V>
+__device__ __forceinline__ V group_sum_any(const std::uint8_t* cols, std::uint32_t col_bytes,
+                                           const std::uint8_t* vals, bool lut, const V* table,
+                                           const std::uint8_t* bitmap, std::int64_t g, int k, std::uint32_t col0,
+                                           const V* __restrict__ x) {
+  V sum = 0;
+  for (int j = 0; j < k; ++j) {
+    const std::int64_t e = g * k + j;
+    if (ccoo_device::is_pad(bitmap, e)) continue;
+    const V v = lut ? table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
+    sum += v * x[col0 + ccoo_device::col_offset(cols, col_bytes, e)];
+  }
+  return sum;
+}
+
 // Listing 1.2, a segmented suffix scan over the warp's groups, whose rows do not decrease
 // along the warp: after the step with distance d each lane holds the sum of the lanes
 // [lane, min(lane + 2d, end)), end being the first lane of the next row segment (found once,
@@ -271,12 +288,7 @@ __global__ void __launch_bounds__(block_threads, 8)
         const group_loader<V, K> load(cols, vals);
         sum = group_sum<V, K>(load, cols, l.col_bytes, vals, lut, s_table, bitmap, t, col0, x);
       } else {
-        for (int j = 0; j < k; ++j) {
-          const std::int64_t e = static_cast<std::int64_t>(t) * k + j;
-          if (ccoo_device::is_pad(bitmap, e)) continue;
-          const V v = lut ? s_table[vals[e]] : reinterpret_cast<const V*>(vals)[e];
-          sum += v * x[col0 + ccoo_device::col_offset(cols, l.col_bytes, e)];
-        }
+        sum = group_sum_any(cols, l.col_bytes, vals, lut, s_table, bitmap, t, k, col0, x);
       }
     }
 
@@ -464,7 +476,7 @@ __device__ __forceinline__ void full_chunk_lane(const std::uint8_t* p, const cco
 }
 
 // The lane's groups [g0, g0 + G) of the last table chunk when it is partial (`groups` < 256 of
-// them): element by element, as the block kernel's general K.
+// them): element by element (group_sum_any).
 template <class V, int K, int G>
 __device__ void partial_chunk_lane(const std::uint8_t* p, const ccoo_device::section& l, std::uint8_t code,
                                    std::int64_t groups, int g0, std::uint32_t col0, const V* table,
@@ -474,15 +486,9 @@ __device__ void partial_chunk_lane(const std::uint8_t* p, const ccoo_device::sec
   const int n = static_cast<int>(min(groups - g0, std::int64_t{G}));
   if (n <= 0) return;
   acc.start(roff ? roff[g0] : 0);
-  for (int g = g0; g < g0 + n; ++g) {
-    V sum = 0;
-    for (int j = 0; j < K; ++j) {
-      const std::int64_t e = std::int64_t{g} * K + j;
-      if (ccoo_device::is_pad(bitmap, e)) continue;
-      sum += table[p[l.values + e]] * x[col0 + ccoo_device::col_offset(p + l.cols, l.col_bytes, e)];
-    }
-    acc.add(roff ? roff[g] : 0, sum, alpha, y);
-  }
+  for (int g = g0; g < g0 + n; ++g)
+    acc.add(roff ? roff[g] : 0, group_sum_any(p + l.cols, l.col_bytes, p + l.values, true, table, bitmap, g, K, col0, x),
+            alpha, y);
 }
 
 // The chunks whose values are table indices (the others are the block kernel's), a warp each.
@@ -577,13 +583,15 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   // matrix can have any), or alone where automatic, every chunk is a table chunk and it pays.
   const kernel_fn<V> warps_kernel = warps_fit ? pick_table_warps<V>(k) : nullptr;
   constexpr int per_block = warp_kernel_threads / warp_size;
+  // The table-warp kernel's resident blocks (one wave), where it may run.
+  const std::int64_t warps_wave =
+      warps_fit && table > 0 ? resident_blocks(warps_kernel, warp_kernel_threads, ctx.device(), "gpu::spmv (ccoo)") : 0;
   bool warps = false, blocks = true;
   if (kernel == ccoo_kernel::table_warps && table > 0) {
     warps = true;
     blocks = !ccoo_every_chunk_in_table(table);
   } else if (kernel == ccoo_kernel::automatic && warps_fit && ccoo_every_chunk_in_table(table)) {
-    const std::int64_t resident = resident_blocks(warps_kernel, warp_kernel_threads, ctx.device(), "gpu::spmv (ccoo)");
-    warps = ccoo_table_warps_pay(chunks, b, a.rows, resident * per_block);
+    warps = ccoo_table_warps_pay(chunks, b, a.rows, warps_wave * per_block);
     blocks = !warps;
   }
   if (blocks) {
@@ -598,9 +606,7 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO chunk kernel");
   }
   if (warps) {
-    const std::int64_t n = std::min<std::int64_t>(
-        (chunks + per_block - 1) / per_block,
-        resident_blocks(warps_kernel, warp_kernel_threads, ctx.device(), "gpu::spmv (ccoo)"));
+    const std::int64_t n = std::min<std::int64_t>((chunks + per_block - 1) / per_block, warps_wave);
     warps_kernel<<<static_cast<unsigned>(n), warp_kernel_threads, 0, s>>>(m, chunks, a.table.data(),
                                                                           static_cast<int>(table), alpha, x, y);
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the CCOO table-warp kernel");

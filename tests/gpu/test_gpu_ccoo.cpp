@@ -60,6 +60,12 @@ void check_conversions(const csr<V, std::int32_t>& a, const ccoo_params& request
 
 const char* kernel_name(gpu::ccoo_kernel k) { return k == gpu::ccoo_kernel::blocks ? "blocks" : "table_warps"; }
 
+// The kernels that take chunks of b x k: the block kernel, and table warps where the shape fits.
+std::vector<gpu::ccoo_kernel> kernels_for(int b, int k) {
+  if (gpu::ccoo_table_warps_fit(b, k)) return {gpu::ccoo_kernel::blocks, gpu::ccoo_kernel::table_warps};
+  return {gpu::ccoo_kernel::blocks};
+}
+
 // (1, 0) on a y full of NaN (beta == 0 must not read y) and (-0.5, 2), within the CSR
 // reference's tolerance.
 template <class V>
@@ -84,11 +90,7 @@ void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ct
 // The same by the block kernel and, where its shape fits, by table warps.
 template <class V>
 void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ctx) {
-  for (const auto kernel : {gpu::ccoo_kernel::blocks, gpu::ccoo_kernel::table_warps}) {
-    if (kernel == gpu::ccoo_kernel::table_warps && !gpu::ccoo_table_warps_fit(m.params.chunk_b, m.params.chunk_k))
-      continue;
-    check_spmv(a, m, ctx, kernel);
-  }
+  for (const auto kernel : kernels_for(m.params.chunk_b, m.params.chunk_k)) check_spmv(a, m, ctx, kernel);
 }
 
 using row_list = std::vector<std::vector<std::pair<int, double>>>;
@@ -379,8 +381,7 @@ TEST(GpuCcooSpmv, PaddingDoesNotTouchInfinitiesInX) {
     const auto m = cpu::csr_to_ccoo(a, {256, k});
     ASSERT_TRUE(m.chunk_format[0] & ccoo_code::lut);  // a table chunk: table warps take it
     const auto d = to_device(m);
-    for (const auto kernel : {gpu::ccoo_kernel::blocks, gpu::ccoo_kernel::table_warps}) {
-      if (kernel == gpu::ccoo_kernel::table_warps && !gpu::ccoo_table_warps_fit(256, k)) continue;
+    for (const auto kernel : kernels_for(256, k)) {
       SCOPED_TRACE("K = " + std::to_string(k) + ", " + kernel_name(kernel));
       const std::vector<double> y0(2, 5.0);
       dy.upload(y0.data(), y0.size());
