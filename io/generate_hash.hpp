@@ -3,11 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define SPCONV_HOST_DEVICE __host__ __device__
-#else
-#define SPCONV_HOST_DEVICE
-#endif
+#include "formats/host_device.hpp"
 
 namespace spconv::gen::detail {
 

@@ -11,8 +11,9 @@
 // Which kernel runs (mbr_spmv_kernel, spmv_mbr.hpp, where the measurements are):
 // - gpu::spmv with r in {1, 2, 4, 8}, every height the automatic block size can pick
 //   (cpu::resolve_mbr_params): the tile kernel. A warp takes up to 256 consecutive blocks
-//   whatever block rows they belong to, 32 at a time, and a lane per run (one row's slice of
-//   one block) sums it; block rows split between warps are added atomically (see the kernel).
+//   whatever block rows they belong to, 32 at a time; a lane per block (windows of few values)
+//   or a lane per run (one row's slice of one block) sums them; block rows split between warps
+//   are added atomically (see the kernel).
 // - on request (mbr_kernel::block_rows), the same heights: the block-row kernel. A group of L
 //   lanes of one warp takes a block row (mbr_lanes_per_block_row), a window of L blocks at a
 //   time, one per lane; the lanes list the window's values (bit, block) in shared memory, then
@@ -62,6 +63,13 @@ __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b);
 __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
+
+// bit / c for a bit of a block (bit < 64, c <= 64) as (bit * row_multiplier(c)) >> 16: with
+// ceil(2^16 / c) the excess stays below 64 / 2^16 < 1 / c, so the quotient is exact, and no
+// division runs per bit.
+__host__ __device__ constexpr unsigned row_multiplier(int c) {
+  return (65536u + static_cast<unsigned>(c) - 1u) / static_cast<unsigned>(c);
+}
 
 // The lowest set bit of a row's slice: the column inside the block of its first entry (sec.
 // IV-A, fig. 5: find-first-set; clearing it, cols & (cols - 1), moves to the next entry).
@@ -160,9 +168,7 @@ __global__ void __launch_bounds__(block_threads)
   // A window's values, at most 64 a block: 2 bytes each (bit, lane), 4 KiB a warp.
   __shared__ std::uint16_t window_slots[block_threads / warp_size][warp_size * 64];
   std::uint16_t* const slots = window_slots[threadIdx.x / warp_size] + (lane - sub) * 64;
-  // pos / c for pos < 64: pos * ceil(2^16 / c) / 2^16, exact there (the excess stays below
-  // 64 / 2^16 < 1 / c).
-  const unsigned by_c = (65536u + static_cast<unsigned>(m.c) - 1u) / static_cast<unsigned>(m.c);
+  const unsigned by_c = row_multiplier(m.c);  // pos / c = (pos * by_c) >> 16
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp_size;
   for (std::int64_t first = warp * per_warp; first < m.block_rows; first += warps * per_warp) {
@@ -220,9 +226,40 @@ __global__ void __launch_bounds__(block_threads)
 constexpr int tile_threads = 128;  // 4 warps, each with 32 r bytes of slots and 32 (r + 1) sums
 constexpr int tile_warps = tile_threads / warp_size;
 
+// A lane's block of a window summed by the lane: its set bits in order (sec. III: bit i*c + j
+// is row i, column j; sec. IV-A: find-first-set, then clear-lowest), i.e. its rows in turn, an
+// entry ahead as in run_sum; a row's sum goes to its cell when the next row begins, and the
+// cells of rows without entries are 0. vb: the block's values, xb: x at its first column;
+// row = bit / c is (bit * by_c) >> 16, by_c = row_multiplier(c).
+template <int R, class W, class V>
+__device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, const V* __restrict__ xb, int c,
+                                           unsigned by_c, V (&cells)[R + 1]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) cells[i] = V(0);
+  if (!bits) return;
+  const auto row_of = [&](int bit) { return static_cast<int>((static_cast<unsigned>(bit) * by_c) >> 16); };
+  int bit = lowest_column(bits), row = row_of(bit);
+  V a = vb[0], b = xb[bit - row * c], sum = V(0);
+  int k = 1;
+  for (bits &= bits - 1; bits; bits &= bits - 1) {
+    const int next_bit = lowest_column(bits), next_row = row_of(next_bit);
+    const V a_next = vb[k++], b_next = xb[next_bit - next_row * c];
+    sum += a * b;
+    if (next_row != row) {
+      cells[row] = sum;
+      sum = V(0);
+      row = next_row;
+    }
+    a = a_next;
+    b = b_next;
+  }
+  cells[row] = sum + a * b;
+}
+
 // y = alpha*A*x + beta*y for blocks of height R, a warp per tile of m.tile_items consecutive
 // blocks, a window of 32 blocks at a time, one per lane. A run is one row's slice of one block
-// (sec. III: bits i*c .. i*c + c - 1), holding entries. Each lane lists its block's runs in the
+// (sec. III: bits i*c .. i*c + c - 1), holding entries. A window of few values is summed a lane
+// per block (mbr_lane_per_block, block_sums); in the others each lane lists its block's runs in the
 // warp's slots (lane and row; block order, then row order, which is the values' order), and a
 // lane per run then sums its slice: its set bits, lowest first, are its columns (sec. IV-A),
 // its values follow the block's bits below the slice, and its block's column, bitmap and first
@@ -241,9 +278,10 @@ constexpr int tile_warps = tile_threads / warp_size;
 // holds a full-mask shuffle has bounds that are the same for the whole warp. Rows are summed
 // run by run (and products may be contracted to FMA), so the result is held to the CSR
 // tolerance, not to the CPU's bits.
-template <class M, int R, class V>
+template <class M, int R, class V, bool ByBlock>
 __global__ void __launch_bounds__(tile_threads)
-    tile_kernel(tile_split m, int c, const I* __restrict__ block_row_ptr, const I* __restrict__ block_col_idx,
+    tile_kernel(tile_split m, int c, unsigned by_c, const I* __restrict__ block_row_ptr,
+                const I* __restrict__ block_col_idx,
                 const M* __restrict__ bitmaps, const I* __restrict__ value_ptr, const V* __restrict__ values,
                 const I* __restrict__ first_row, V alpha, const V* __restrict__ x, V beta, V* y) {
   __shared__ std::uint8_t window_slots[tile_warps][warp_size * R];  // a window's runs: lane << 3 | row
@@ -297,41 +335,48 @@ __global__ void __launch_bounds__(tile_threads)
     };
     bounds();
     // The block's values start where the window's blocks before it end (values are stored in
-    // block order, sec. III). Its runs are its rows with entries: each is listed in the warp's
-    // slots (lane and row, block order then row order, which is value order).
+    // block order, sec. III). A lane per block sums its block (mbr_lane_per_block), or the block's
+    // runs, its rows with entries, are listed in the warp's slots (lane and row, block order
+    // then row order, which is value order) for a lane per run.
     const int pop = __popcll(map);
     const int upto = group_inclusive_sum(pop), first_value = upto - pop;
     const int n = __shfl_sync(full_mask, upto, warp_size - 1);  // the window's values
-    unsigned rows_with_entries = 0;
+    if (ByBlock && mbr_lane_per_block(n, R, c)) {
+      block_sums<R>(static_cast<W>(map), values + v0 + first_value, x + static_cast<std::int64_t>(col) * c, c, by_c,
+                    sums[lane]);
+      __syncwarp();
+    } else {
+      unsigned rows_with_entries = 0;
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      sums[lane][i] = V(0);
-      if (mbr_row_of(static_cast<W>(map), i, c).cols != 0) rows_with_entries |= 1u << i;
-    }
-    const int runs = __popc(rows_with_entries);
-    const int runs_upto = group_inclusive_sum(runs);
-    const int window_runs = __shfl_sync(full_mask, runs_upto, warp_size - 1);
-    int k = runs_upto - runs;
-    for (unsigned o = rows_with_entries; o; o &= o - 1)
-      slots[k++] = static_cast<std::uint8_t>(lane << 3 | (__ffs(o) - 1));
-    __syncwarp();
-    // A lane per run: its row's slice of its block (sec. IV-A: the set bits, lowest first, are
-    // its columns; its values follow the block's bits below the slice), summed in a register
-    // and stored in the run's own cell.
-    for (int r0 = 0; r0 < window_runs; r0 += warp_size) {
-      const bool live = r0 + lane < window_runs;
-      const unsigned slot = live ? slots[r0 + lane] : 0u;
-      const int owner = static_cast<int>(slot >> 3), i = static_cast<int>(slot & 7u);
-      const I block_col = __shfl_sync(full_mask, col, owner);
-      const W block_map = __shfl_sync(full_mask, static_cast<W>(map), owner);
-      const int block_first = __shfl_sync(full_mask, first_value, owner);
-      if (live) {
-        const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, c);
-        const V* xb = x + static_cast<std::int64_t>(block_col) * c;
-        sums[owner][i] = run_sum(static_cast<Cols>(part.cols), values + v0 + block_first + part.before, xb);
+      for (int i = 0; i < R; ++i) {
+        sums[lane][i] = V(0);
+        if (mbr_row_of(static_cast<W>(map), i, c).cols != 0) rows_with_entries |= 1u << i;
       }
+      const int runs = __popc(rows_with_entries);
+      const int runs_upto = group_inclusive_sum(runs);
+      const int window_runs = __shfl_sync(full_mask, runs_upto, warp_size - 1);
+      int k = runs_upto - runs;
+      for (unsigned o = rows_with_entries; o; o &= o - 1)
+        slots[k++] = static_cast<std::uint8_t>(lane << 3 | (__ffs(o) - 1));
+      __syncwarp();
+      // A lane per run: its row's slice of its block (sec. IV-A: the set bits, lowest first, are
+      // its columns; its values follow the block's bits below the slice), summed in a register
+      // and stored in the run's own cell.
+      for (int r0 = 0; r0 < window_runs; r0 += warp_size) {
+        const bool live = r0 + lane < window_runs;
+        const unsigned slot = live ? slots[r0 + lane] : 0u;
+        const int owner = static_cast<int>(slot >> 3), i = static_cast<int>(slot & 7u);
+        const I block_col = __shfl_sync(full_mask, col, owner);
+        const W block_map = __shfl_sync(full_mask, static_cast<W>(map), owner);
+        const int block_first = __shfl_sync(full_mask, first_value, owner);
+        if (live) {
+          const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, c);
+          const V* xb = x + static_cast<std::int64_t>(block_col) * c;
+          sums[owner][i] = run_sum(static_cast<Cols>(part.cols), values + v0 + block_first + part.before, xb);
+        }
+      }
+      __syncwarp();  // (a window without values has no chunk)
     }
-    __syncwarp();  // (a window without values has no chunk)
     // Block rows cur, cur + 1, ...: those ending at or before we are written, the one holding
     // block we - 1 and running past we is carried. A round takes 32 block rows; more rounds
     // only when more than 32 block rows (empty ones) end in this window.
@@ -401,8 +446,13 @@ void launch_tiles(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, 
   const std::int64_t tile_blocks = std::int64_t{warp_size} * mbr_tile_windows(blocks);
   const tile_split m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, tile_blocks};
   const I* first_row = assign_tiles(m, R, a.block_row_ptr.data(), beta, y, ctx, "gpu::spmv (mbr)");
-  tile_kernel<M, R, V><<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
-      m, a.params.block_cols, a.block_row_ptr.data(), a.block_col_idx.data(),
+  const int c = a.params.block_cols;
+  auto kernel = &tile_kernel<M, R, V, true>;  // blocks of one row: a run is a block, always by block
+  if constexpr (R > 1)
+    if (!mbr_tile_by_block(static_cast<std::int64_t>(a.values.size()), blocks, R, c))
+      kernel = &tile_kernel<M, R, V, false>;
+  kernel<<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
+      m, c, row_multiplier(c), a.block_row_ptr.data(), a.block_col_idx.data(),
       reinterpret_cast<const M*>(a.bitmaps.data()), a.value_ptr.data(), a.values.data(), first_row, alpha, x, beta, y);
 }
 

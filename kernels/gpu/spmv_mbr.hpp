@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "formats/device.hpp"
+#include "formats/host_device.hpp"
 #include "formats/mbr.hpp"
 #include "kernels/gpu/tile_windows.hpp"
 
@@ -15,8 +16,9 @@ namespace spconv::gpu {
 
 // The kernels of gpu::spmv (kernels/gpu/spmv_mbr.cu):
 // - block_rows: a group of lanes per block row, a lane per value (one launch, no workspace);
-// - tiles: a warp per tile of up to 256 consecutive blocks (mbr_tile_windows), a lane per row
-//   slice of a block, block rows split between tiles added atomically (two launches: the
+// - tiles: a warp per tile of up to 256 consecutive blocks (mbr_tile_windows), 32 at a time, a
+//   lane per block or per row slice of a block (mbr_lane_per_block, mbr_tile_by_block), block
+//   rows split between tiles added atomically (two launches: the
 //   first finds each tile's first block row in the context's workspace and sets the split
 //   rows to beta*y);
 // - rows: a thread per matrix row, the row kernel of gpu::spmm (the CPU's bits).
@@ -39,7 +41,7 @@ inline const char* mbr_kernel_name(mbr_kernel k) {
 //   block-row kernel 0.36x (stop 18: a group waits on its block row's pointers, then its
 //   bitmaps, then its values, once per block row, where the row kernel's warp covers 32 rows
 //   with one such chain), the tile kernel 0.80x (stop 20; the 27-point stencil 1.07x against
-//   the row kernel's 1.11x), 0.83x since stop 23;
+//   the row kernel's 1.11x), 0.83x since stop 23, 0.91x since stop 30;
 // - the 20 real matrices as they are (1.6K-115K rows, stop 27, device call 5, both rules twice
 //   in one call): the tile kernel everywhere took 12.6 and 13.0 us in geometric mean against
 //   17.3 and 18.1 us with the block-row kernel below 2^18 rows (stops 16-26). The block-row
@@ -55,6 +57,36 @@ inline mbr_kernel mbr_spmv_kernel(int r) { return mbr_lane_kernel_height(r) ? mb
 // Windows of 32 blocks per tile of the tile kernel (tile_windows): 8, tiles of 256 blocks, on
 // the replicated set (2M blocks and more).
 inline int mbr_tile_windows(std::int64_t blocks) { return tile_windows(blocks, 32); }
+
+// How the tile kernel sums a window of 32 blocks: a lane per block where the window holds few
+// values (at most 6 a block on average, 192 in all) or its blocks one row (r = 1: a block is
+// one run) or one column (c = 1: every run is one value), else a lane per run (a row's slice of
+// one block). A lane per run pays for listing the runs and for three shuffles a run, which
+// blocks of one or two values a row do not repay; a lane per block reads its own block's values
+// and x, 32 places apart in a warp's load, and waits for the window's fullest block, which
+// dense blocks do not repay. Measured on the H100 (double, the real matrices replicated to 100M
+// entries, `spconv bench --formats mbr`, stop 30, each set of binaries in one device call):
+// - a lane per block for every window: 0.831x -> 0.785x cuSPARSE (call 1; lap3D_7pt_n20 0.83x
+//   -> 1.02x, ca-AstroPh 0.37x -> 0.48x, memplus_rhs1 1.38x -> 1.92x; bcsstk33 1.08x -> 0.61x,
+//   n1024-l1 1.02x -> 0.59x);
+// - for the windows of at most 96, 144 or 192 values: 0.811x -> 0.839x, 0.863x, 0.870x (call
+//   2; 256: 0.876x against 192's 0.894x in call 3, n1024-l1's 8 values a block 1.02x -> 0.59x);
+//   staging such a window's values in shared memory first (coalesced loads): 0.826x at 144;
+// - blocks of one row (call 3, `--block 1x8`, six matrices): 0.599x -> 0.645x.
+SPCONV_HOST_DEVICE constexpr bool mbr_lane_per_block(int window_values, int r, int c) {
+  return r == 1 || c == 1 || window_values <= 6 * 32;
+}
+
+// Whether the tile kernel looks at mbr_lane_per_block at all: not where blocks hold more than 6
+// values on average (and r, c > 1), which then run a kernel compiled without that path. Its
+// windows mostly lose with a lane per block, and the path alone cost the kernel 1-4% on matrices
+// none of whose windows take it (the branch and the code beside the lane-per-run loop). Device
+// call 4 (same set, beside stop 29's kernel): the per-window choice alone 0.831x -> 0.892x, with
+// this choice 0.906x (56.2% of copy bandwidth; bcsstk13 0.99x -> 1.02x, Groebner_id2003_aug
+// 0.69x -> 0.71x, n1024-l1 0.99x -> 1.03x), the 27-point stencil 1.125x, 1.091x and 1.120x.
+inline bool mbr_tile_by_block(std::int64_t values, std::int64_t blocks, int r, int c) {
+  return r == 1 || c == 1 || values <= 6 * blocks;
+}
 
 // Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is
 // at least half the mean number of values (entries) of a block row, so that a typical block

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -306,8 +307,8 @@ namespace {
 // neighbours hold two or three, and leaves 100 rows empty (whole empty block rows, more than
 // 32 in a run with 1-row blocks); 1003 rows overhang the last block row of every height but 1.
 // Random matrices of several densities give, together with the arrow, every lane count 4..32
-// of the block-row kernel's rule. Each height of both kernels (1, 2, 4, 8) comes with a width
-// for each bitmap width (1, 2, 4 and 8 bytes).
+// of the block-row kernel's rule; a dense matrix fills every block. Each height of both
+// kernels (1, 2, 4, 8) comes with a width for each bitmap width (1, 2, 4 and 8 bytes).
 const std::vector<std::pair<std::string, csr<double, I>>>& uneven_block_rows() {
   static const std::vector<std::pair<std::string, csr<double, I>>> inputs = {
       {"arrow_1003x4001",
@@ -322,7 +323,15 @@ const std::vector<std::pair<std::string, csr<double, I>>>& uneven_block_rows() {
            [](std::int64_t r, std::int64_t j) { return static_cast<double>((r * 31 + j * 17) % 97) / 8.0 - 6.0; })},
       {"sparse_300x3000", test::random_csr(300, 3000, 0.8, 41)},
       {"random_200x3000", test::random_csr(200, 3000, 12.0, 42)},
-      {"long_rows_100x20000", test::random_csr(100, 20000, 300.0, 43)}};
+      {"long_rows_100x20000", test::random_csr(100, 20000, 300.0, 43)},
+      // Every block full: 8 x 1 blocks of 8 values (one column), 8 x 8 blocks of 64.
+      {"dense_96x300",
+       test::csr_from_columns(
+           96, 300,
+           [](std::int64_t, std::vector<std::int64_t>& cs) {
+             for (std::int64_t j = 0; j < 300; ++j) cs.push_back(j);
+           },
+           [](std::int64_t r, std::int64_t j) { return static_cast<double>((r * 7 + j) % 13) - 6.0; })}};
   return inputs;
 }
 const std::vector<mbr_params> lane_kernel_sizes = {block(1, 5), block(1, 12), block(1, 32), block(1, 40),
@@ -359,6 +368,24 @@ void check_on_uneven_block_rows(gpu::mbr_kernel kernel, gpu_context& ctx, F&& in
       check_product(a, m, to_device(m), entry::spmv, 1, ctx, kernel);
       check_product(af, mf, to_device(mf), entry::spmv, 1, ctx, kernel);
     }
+  }
+}
+
+// The tile kernel's windows by the way they are summed (mbr_tile_by_block, mbr_lane_per_block):
+// 32 blocks from a tile's first, which is a multiple of 32; and those of full 1-column blocks.
+struct window_counts {
+  int by_block = 0, by_run = 0, full_one_column = 0;
+};
+void count_windows(const mbr<double>& m, window_counts& counts) {
+  const int r = m.params.block_rows, c = m.params.block_cols;
+  const bool may = gpu::mbr_tile_by_block(static_cast<std::int64_t>(m.values.size()),
+                                          static_cast<std::int64_t>(m.block_col_idx.size()), r, c);
+  const std::size_t window_bytes = 32 * static_cast<std::size_t>(m.params.bitmap_bytes);
+  for (std::size_t w0 = 0; w0 < m.bitmaps.size(); w0 += window_bytes) {
+    int n = 0;
+    for (std::size_t b = w0; b < std::min(w0 + window_bytes, m.bitmaps.size()); ++b) n += std::popcount(m.bitmaps[b]);
+    ++(may && gpu::mbr_lane_per_block(n, r, c) ? counts.by_block : counts.by_run);
+    counts.full_one_column += r > 1 && c == 1 && n == 32 * r;
   }
 }
 
@@ -401,12 +428,15 @@ TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
 // The tile kernel on the same matrices and sizes: block rows split between tiles (of 32 blocks
 // here, mbr_tile_windows' choice for small matrices: the arrow's dense rows and many others;
 // the test counts them; a tile's first value is counted from either end of its block row),
-// runs of empty block rows, overhanging last block rows; then, chosen by the rule, on a random
-// matrix of just over 2^18 rows, whose tiles hold several windows.
+// runs of empty block rows, overhanging last block rows, windows summed a lane per block and a
+// lane per run (mbr_lane_per_block; counted too), among them windows of full one-column
+// blocks; then, chosen by the rule, on a random matrix of just over 2^18 rows, whose tiles hold
+// several windows.
 TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   int split = 0;
+  window_counts windows;
   check_on_uneven_block_rows(gpu::mbr_kernel::tiles, ctx,
                              [&](const std::string&, const csr<double, I>&, const mbr_params&, const mbr<double>& m) {
                                const I tile =
@@ -414,8 +444,12 @@ TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
                                for (std::size_t br = 0; br + 1 < m.block_row_ptr.size(); ++br)
                                  split += m.block_row_ptr[br] / tile != (m.block_row_ptr[br + 1] - 1) / tile &&
                                           m.block_row_ptr[br + 1] > m.block_row_ptr[br];
+                               count_windows(m, windows);
                              });
   EXPECT_GT(split, 20);  // block rows that the tile kernel adds to y from several warps
+  EXPECT_GT(windows.by_block, 20);
+  EXPECT_GT(windows.by_run, 20);
+  EXPECT_GT(windows.full_one_column, 0);
   const csr<double, I> big = test::random_csr((std::int64_t{1} << 18) + 5, 70000, 6.0, 44);
   const csr<float, I> bigf = test::cast_values<float>(big);
   for (const mbr_params& req : {block(1, 4), block(2, 8), block(4, 4), block(8, 8)}) {
