@@ -487,8 +487,8 @@ __device__ void partial_chunk_lane(const std::uint8_t* p, const ccoo_device::sec
   if (n <= 0) return;
   acc.start(roff ? roff[g0] : 0);
   for (int g = g0; g < g0 + n; ++g)
-    acc.add(roff ? roff[g] : 0, group_sum_any(p + l.cols, l.col_bytes, p + l.values, true, table, bitmap, g, K, col0, x),
-            alpha, y);
+    acc.add(roff ? roff[g] : 0,
+            group_sum_any(p + l.cols, l.col_bytes, p + l.values, true, table, bitmap, g, K, col0, x), alpha, y);
 }
 
 // The chunks whose values are table indices (the others are the block kernel's), a warp each.
