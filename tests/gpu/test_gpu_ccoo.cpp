@@ -66,8 +66,8 @@ std::vector<gpu::ccoo_kernel> kernels_for(int b, int k) {
   return {gpu::ccoo_kernel::blocks};
 }
 
-// (1, 0) on a y full of NaN (beta == 0 must not read y) and (-0.5, 2), within the CSR
-// reference's tolerance.
+// (1, 0) on a y full of NaN (beta == 0 must not read y), (-0.5, 2) and (0.75, 1) (beta == 1
+// leaves y unscaled before the atomic adds), within the CSR reference's tolerance.
 template <class V>
 void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ctx, gpu::ccoo_kernel kernel) {
   SCOPED_TRACE(std::string(type_name<V>()) + " " + describe(m.params) + " " + kernel_name(kernel));
@@ -77,7 +77,7 @@ void check_spmv(const csr<V, std::int32_t>& a, const ccoo<V>& m, gpu_context& ct
   device_array<V> dx, dy;
   dx.upload(x.data(), x.size());
   const double tol = cpu::spmv_tolerance<V>(test::max_row_length(a));
-  for (const auto& [alpha, beta] : {std::pair<V, V>{1, 0}, std::pair<V, V>{-0.5, 2}}) {
+  for (const auto& [alpha, beta] : {std::pair<V, V>{1, 0}, std::pair<V, V>{-0.5, 2}, std::pair<V, V>{0.75, 1}}) {
     dy.upload(beta == V(0) ? nan.data() : y0.data(), a.rows);
     gpu::spmv(d, alpha, dx.data(), beta, dy.data(), ctx, kernel);
     ctx.synchronize();
