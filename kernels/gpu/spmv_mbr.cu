@@ -276,8 +276,8 @@ __device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, con
 // comes from value_ptr of the tile's first block row, plus the popcounts of that block row's
 // blocks before the tile (only block rows longer than a tile have such blocks). Every loop that
 // holds a full-mask shuffle has bounds that are the same for the whole warp. Rows are summed
-// run by run (and products may be contracted to FMA), so the result is held to the CSR
-// tolerance, not to the CPU's bits.
+// run by run or block by block (and products may be contracted to FMA), so the result is held
+// to the CSR tolerance, not to the CPU's bits.
 template <class M, int R, class V, bool ByBlock>
 __global__ void __launch_bounds__(tile_threads)
     tile_kernel(tile_split m, int c, unsigned by_c, const I* __restrict__ block_row_ptr,
