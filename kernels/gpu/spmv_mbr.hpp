@@ -41,7 +41,7 @@ inline const char* mbr_kernel_name(mbr_kernel k) {
 //   block-row kernel 0.36x (stop 18: a group waits on its block row's pointers, then its
 //   bitmaps, then its values, once per block row, where the row kernel's warp covers 32 rows
 //   with one such chain), the tile kernel 0.80x (stop 20; the 27-point stencil 1.07x against
-//   the row kernel's 1.11x), 0.83x since stop 23, 0.91x since stop 30;
+//   the row kernel's 1.11x), 0.83x since stop 23, 0.92x since stop 30;
 // - the 20 real matrices as they are (1.6K-115K rows, stop 27, device call 5, both rules twice
 //   in one call): the tile kernel everywhere took 12.6 and 13.0 us in geometric mean against
 //   17.3 and 18.1 us with the block-row kernel below 2^18 rows (stops 16-26). The block-row
