@@ -64,11 +64,14 @@ __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, 
 __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
 
-// bit / c for a bit of a block (bit < 64, c <= 64) as (bit * row_multiplier(c)) >> 16: with
-// ceil(2^16 / c) the excess stays below 64 / 2^16 < 1 / c, so the quotient is exact, and no
-// division runs per bit.
+// bit / c for a bit of a block (bit < 64, c <= 64) as row_of_bit(bit, row_multiplier(c)) =
+// (bit * ceil(2^16 / c)) >> 16: the excess stays below 64 / 2^16 < 1 / c, so the quotient is
+// exact, and no division runs per bit.
 __host__ __device__ constexpr unsigned row_multiplier(int c) {
   return (65536u + static_cast<unsigned>(c) - 1u) / static_cast<unsigned>(c);
+}
+__device__ __forceinline__ int row_of_bit(int bit, unsigned by_c) {
+  return static_cast<int>((static_cast<unsigned>(bit) * by_c) >> 16);
 }
 
 // The lowest set bit of a row's slice: the column inside the block of its first entry (sec.
@@ -168,7 +171,7 @@ __global__ void __launch_bounds__(block_threads)
   // A window's values, at most 64 a block: 2 bytes each (bit, lane), 4 KiB a warp.
   __shared__ std::uint16_t window_slots[block_threads / warp_size][warp_size * 64];
   std::uint16_t* const slots = window_slots[threadIdx.x / warp_size] + (lane - sub) * 64;
-  const unsigned by_c = row_multiplier(m.c);  // pos / c = (pos * by_c) >> 16
+  const unsigned by_c = row_multiplier(m.c);
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / warp_size;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / warp_size;
   for (std::int64_t first = warp * per_warp; first < m.block_rows; first += warps * per_warp) {
@@ -204,7 +207,7 @@ __global__ void __launch_bounds__(block_threads)
         const I block_col = __shfl_sync(full_mask, col, static_cast<int>(slot >> 6), lanes);
         if (at < n) {
           const int bit = static_cast<int>(slot & 63u);
-          const int i = static_cast<int>((static_cast<unsigned>(bit) * by_c) >> 16), j = bit - i * m.c;
+          const int i = row_of_bit(bit, by_c), j = bit - i * m.c;
           const V p = values[v0 + lo + at] * x[static_cast<std::int64_t>(block_col) * m.c + j];
 #pragma unroll
           for (int row = 0; row < R; ++row)
@@ -230,19 +233,18 @@ constexpr int tile_warps = tile_threads / warp_size;
 // is row i, column j; sec. IV-A: find-first-set, then clear-lowest), i.e. its rows in turn, an
 // entry ahead as in run_sum; a row's sum goes to its cell when the next row begins, and the
 // cells of rows without entries are 0. vb: the block's values, xb: x at its first column;
-// row = bit / c is (bit * by_c) >> 16, by_c = row_multiplier(c).
+// row = bit / c is row_of_bit(bit, by_c), by_c = row_multiplier(c).
 template <int R, class W, class V>
 __device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, const V* __restrict__ xb, int c,
                                            unsigned by_c, V (&cells)[R + 1]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) cells[i] = V(0);
   if (!bits) return;
-  const auto row_of = [&](int bit) { return static_cast<int>((static_cast<unsigned>(bit) * by_c) >> 16); };
-  int bit = lowest_column(bits), row = row_of(bit);
+  int bit = lowest_column(bits), row = row_of_bit(bit, by_c);
   V a = vb[0], b = xb[bit - row * c], sum = V(0);
   int k = 1;
   for (bits &= bits - 1; bits; bits &= bits - 1) {
-    const int next_bit = lowest_column(bits), next_row = row_of(next_bit);
+    const int next_bit = lowest_column(bits), next_row = row_of_bit(next_bit, by_c);
     const V a_next = vb[k++], b_next = xb[next_bit - next_row * c];
     sum += a * b;
     if (next_row != row) {

@@ -73,8 +73,9 @@ inline int mbr_tile_windows(std::int64_t blocks) { return tile_windows(blocks, 3
 //   2; 256: 0.876x against 192's 0.894x in call 3, n1024-l1's 8 values a block 1.02x -> 0.59x);
 //   staging such a window's values in shared memory first (coalesced loads): 0.826x at 144;
 // - blocks of one row (call 3, `--block 1x8`, six matrices): 0.599x -> 0.645x.
+inline constexpr int mbr_lane_per_block_values = 6;  // a block on average, for both rules below
 SPCONV_HOST_DEVICE constexpr bool mbr_lane_per_block(int window_values, int r, int c) {
-  return r == 1 || c == 1 || window_values <= 6 * 32;
+  return r == 1 || c == 1 || window_values <= mbr_lane_per_block_values * 32;
 }
 
 // Whether the tile kernel looks at mbr_lane_per_block at all: not where blocks hold more than 6
@@ -85,7 +86,7 @@ SPCONV_HOST_DEVICE constexpr bool mbr_lane_per_block(int window_values, int r, i
 // this choice 0.906x (56.2% of copy bandwidth; bcsstk13 0.99x -> 1.02x, Groebner_id2003_aug
 // 0.69x -> 0.71x, n1024-l1 0.99x -> 1.03x), the 27-point stencil 1.125x, 1.091x and 1.120x.
 inline bool mbr_tile_by_block(std::int64_t values, std::int64_t blocks, int r, int c) {
-  return r == 1 || c == 1 || values <= 6 * blocks;
+  return r == 1 || c == 1 || values <= mbr_lane_per_block_values * blocks;
 }
 
 // Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is
