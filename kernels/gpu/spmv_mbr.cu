@@ -232,14 +232,20 @@ constexpr int tile_warps = tile_threads / warp_size;
 // A lane's block of a window summed by the lane: its set bits in order (sec. III: bit i*c + j
 // is row i, column j; sec. IV-A: find-first-set, then clear-lowest), i.e. its rows in turn, an
 // entry ahead as in run_sum; a row's sum goes to its cell when the next row begins, and the
-// cells of rows without entries are 0. vb: the block's values, xb: x at its first column;
-// row = bit / c is row_of_bit(bit, by_c), by_c = row_multiplier(c).
-template <int R, class W, class V>
+// cells of rows without entries are 0; with Gather, each row's sum is added to what its cell
+// holds. vb: the block's values, xb: x at its first column; row = bit / c is
+// row_of_bit(bit, by_c), by_c = row_multiplier(c).
+template <int R, bool Gather, class W, class V>
 __device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, const V* __restrict__ xb, int c,
                                            unsigned by_c, V (&cells)[R + 1]) {
+  if (!Gather)
 #pragma unroll
-  for (int i = 0; i < R; ++i) cells[i] = V(0);
+    for (int i = 0; i < R; ++i) cells[i] = V(0);
   if (!bits) return;
+  const auto put = [&](int row, V sum) {
+    if (Gather) cells[row] += sum;
+    else cells[row] = sum;
+  };
   int bit = lowest_column(bits), row = row_of_bit(bit, by_c);
   V a = vb[0], b = xb[bit - row * c], sum = V(0);
   int k = 1;
@@ -248,14 +254,14 @@ __device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, con
     const V a_next = vb[k++], b_next = xb[next_bit - next_row * c];
     sum += a * b;
     if (next_row != row) {
-      cells[row] = sum;
+      put(row, sum);
       sum = V(0);
       row = next_row;
     }
     a = a_next;
     b = b_next;
   }
-  cells[row] = sum + a * b;
+  put(row, sum + a * b);
 }
 
 // y = alpha*A*x + beta*y for blocks of height R, a warp per tile of m.tile_items consecutive
@@ -280,7 +286,7 @@ __device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, con
 // holds a full-mask shuffle has bounds that are the same for the whole warp. Rows are summed
 // run by run or block by block (and products may be contracted to FMA), so the result is held
 // to the CSR tolerance, not to the CPU's bits.
-template <class M, int R, class V, bool ByBlock>
+template <class M, int R, class V, bool ByBlock, bool Gather>
 __global__ void __launch_bounds__(tile_threads)
     tile_kernel(tile_split m, int c, unsigned by_c, const I* __restrict__ block_row_ptr,
                 const I* __restrict__ block_col_idx,
@@ -316,6 +322,27 @@ __global__ void __launch_bounds__(tile_threads)
   std::int64_t v0 = b0 - first_block <= row_end - b0 ? value_ptr[cur] + values_in(first_block, b0)
                                                      : value_ptr[cur + 1] - values_in(b0, row_end);
   bool carrying = false;  // whether carried holds the part of block row cur before the window
+  // With Gather (mbr_tile_gathers), a window inside block row cur (the block row runs past it)
+  // writes nothing: each lane adds its block's (or runs') sums to its cells, which keep them
+  // from window to window (`gathered`) until a window where the block row ends; then a fold adds
+  // the 32 lanes' cells to carried, R lanes a row and shuffles. Without it every window sums
+  // its block rows' cells over the window's lanes, a lane per output row, 32 cells each where
+  // the window lies inside one block row.
+  I cur_end = block_row_ptr[cur + 1];
+  bool gathered = false;
+  const auto fold = [&] {
+    constexpr int parts = warp_size / R;
+    const int i = lane % R;
+    V sum = V(0);
+#pragma unroll
+    for (int l = lane / R; l < warp_size; l += parts) sum += sums[l][i];
+#pragma unroll
+    for (int d = R; d < warp_size; d *= 2) sum += __shfl_xor_sync(full_mask, sum, d);
+    if (lane < R) carried[lane] = carrying ? carried[lane] + sum : sum;
+    __syncwarp();
+    carrying = true;
+    gathered = false;
+  };
   // A window's bitmaps and columns are loaded a window ahead, and the bounds of the block rows
   // it may finish before its values.
   M map_next = b0 + lane < b1 ? bitmaps[b0 + lane] : M(0);
@@ -335,7 +362,11 @@ __global__ void __launch_bounds__(tile_threads)
       s = exists ? block_row_ptr[cur + lane] : 0;
       e = exists ? block_row_ptr[cur + lane + 1] : 0;
     };
-    bounds();
+    const bool inside = Gather && cur_end > we;
+    if (!inside) {
+      if (Gather && gathered) fold();
+      bounds();
+    }
     // The block's values start where the window's blocks before it end (values are stored in
     // block order, sec. III). A lane per block sums its block (mbr_lane_per_block), or the block's
     // runs, its rows with entries, are listed in the warp's slots (lane and row, block order
@@ -344,14 +375,16 @@ __global__ void __launch_bounds__(tile_threads)
     const int upto = group_inclusive_sum(pop), first_value = upto - pop;
     const int n = __shfl_sync(full_mask, upto, warp_size - 1);  // the window's values
     if (ByBlock && mbr_lane_per_block(n, R, c)) {
-      block_sums<R>(static_cast<W>(map), values + v0 + first_value, x + static_cast<std::int64_t>(col) * c, c, by_c,
-                    sums[lane]);
+      const V* const vb = values + v0 + first_value;
+      const V* const xb = x + static_cast<std::int64_t>(col) * c;
+      if (Gather && gathered) block_sums<R, true>(static_cast<W>(map), vb, xb, c, by_c, sums[lane]);
+      else block_sums<R, false>(static_cast<W>(map), vb, xb, c, by_c, sums[lane]);
       __syncwarp();
     } else {
       unsigned rows_with_entries = 0;
 #pragma unroll
       for (int i = 0; i < R; ++i) {
-        sums[lane][i] = V(0);
+        if (!(Gather && gathered)) sums[lane][i] = V(0);
         if (mbr_row_of(static_cast<W>(map), i, c).cols != 0) rows_with_entries |= 1u << i;
       }
       const int runs = __popc(rows_with_entries);
@@ -374,10 +407,16 @@ __global__ void __launch_bounds__(tile_threads)
         if (live) {
           const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, c);
           const V* xb = x + static_cast<std::int64_t>(block_col) * c;
-          sums[owner][i] = run_sum(static_cast<Cols>(part.cols), values + v0 + block_first + part.before, xb);
+          const V sum = run_sum(static_cast<Cols>(part.cols), values + v0 + block_first + part.before, xb);
+          sums[owner][i] = Gather && gathered ? sums[owner][i] + sum : sum;
         }
       }
       __syncwarp();  // (a window without values has no chunk)
+    }
+    if (Gather && inside) {
+      v0 += n;
+      gathered = true;
+      continue;
     }
     // Block rows cur, cur + 1, ...: those ending at or before we are written, the one holding
     // block we - 1 and running past we is carried. A round takes 32 block rows; more rounds
@@ -418,11 +457,15 @@ __global__ void __launch_bounds__(tile_threads)
       __syncwarp();
       cur += finished;
       carrying = open;
-      if (finished < warp_size) break;
+      if (finished < warp_size) {
+        if (Gather) cur_end = __shfl_sync(full_mask, e, finished);  // block row cur's, after `cur += finished`
+        break;
+      }
       bounds();
     }
     v0 += n;
   }
+  if (Gather && gathered) fold();
   // The block row open at the tile's end runs on into the next tile: its part is added.
   if (carrying && lane < R) {
     const std::int64_t row = cur * R + lane;
@@ -454,10 +497,11 @@ void launch_tiles(const mbr<V, I, device>& a, std::int64_t block_rows, V alpha, 
   const tile_split m{block_rows, a.rows, blocks, (blocks + tile_blocks - 1) / tile_blocks, tile_blocks};
   const I* first_row = assign_tiles(m, R, a.block_row_ptr.data(), beta, y, ctx, "gpu::spmv (mbr)");
   const int c = a.params.block_cols;
-  auto kernel = &tile_kernel<M, R, V, true>;  // blocks of one row: a run is a block, always by block
+  auto kernel = &tile_kernel<M, R, V, true, false>;  // blocks of one row: a run is a block, always by block
+  if (mbr_tile_gathers(blocks, block_rows)) kernel = &tile_kernel<M, R, V, true, true>;
   if constexpr (R > 1)
     if (!mbr_tile_by_block(static_cast<std::int64_t>(a.values.size()), blocks, R, c))
-      kernel = &tile_kernel<M, R, V, false>;
+      kernel = &tile_kernel<M, R, V, false, false>;
   kernel<<<static_cast<unsigned>((m.tiles + tile_warps - 1) / tile_warps), tile_threads, 0, s>>>(
       m, c, row_multiplier(c), a.block_row_ptr.data(), a.block_col_idx.data(),
       reinterpret_cast<const M*>(a.bitmaps.data()), a.value_ptr.data(), a.values.data(), first_row, alpha, x, beta, y);

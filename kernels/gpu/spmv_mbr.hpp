@@ -89,6 +89,23 @@ inline bool mbr_tile_by_block(std::int64_t values, std::int64_t blocks, int r, i
   return r == 1 || c == 1 || values <= mbr_lane_per_block_values * blocks;
 }
 
+// Whether the tile kernel's lanes gather a block row's sums in their cells over the windows
+// that lie inside it, added up once where it ends (the kernel's Gather), rather than summing the
+// cells over the window's lanes in every window: where block rows span 64 blocks (two windows)
+// or more on average, and the kernel sums windows a lane per block (mbr_tile_by_block). Measured
+// on the H100 (double, replicated set, `spconv bench --formats mbr`, stop 31, each pair of
+// binaries in one device call): gathering in every kernel took ca-AstroPh (8 x 1 blocks of one
+// value, 164 blocks a block row) from 0.468x to 0.676x cuSPARSE, but cost the matrices whose
+// windows it never takes 2-9% (n1024-l1 1.02x -> 0.95x, zenios 0.75x -> 0.69x), 0.921x -> 0.913x
+// in all, the 27-point stencil 1.128x -> 1.093x: the kernel grows (registers, the fold). With
+// this rule (device call 7, the other kernels unchanged to the register): 0.919x -> 0.937x
+// (57.2% -> 58.3% of copy bandwidth), ca-AstroPh the one matrix it takes, 0.466x -> 0.673x, the
+// rest within 1%, the stencil 1.135x both.
+inline constexpr std::int64_t mbr_gather_blocks_per_block_row = 64;
+inline bool mbr_tile_gathers(std::int64_t blocks, std::int64_t block_rows) {
+  return blocks >= mbr_gather_blocks_per_block_row * block_rows;
+}
+
 // Lanes per block row in the block-row kernel: a power of two in [4, 32], the least that is
 // at least half the mean number of values (entries) of a block row, so that a typical block
 // row takes two chunks of a value per lane.

@@ -372,20 +372,27 @@ void check_on_uneven_block_rows(gpu::mbr_kernel kernel, gpu_context& ctx, F&& in
 }
 
 // The tile kernel's windows by the way they are summed (mbr_tile_by_block, mbr_lane_per_block):
-// 32 blocks from a tile's first, which is a multiple of 32; and those of full 1-column blocks.
+// 32 blocks from a tile's first, which is a multiple of 32; those of full 1-column blocks; and
+// those that lie inside a block row in a kernel that gathers (mbr_tile_gathers).
 struct window_counts {
-  int by_block = 0, by_run = 0, full_one_column = 0;
+  int by_block = 0, by_run = 0, full_one_column = 0, gathered = 0;
 };
 void count_windows(const mbr<double>& m, window_counts& counts) {
   const int r = m.params.block_rows, c = m.params.block_cols;
-  const bool may = gpu::mbr_tile_by_block(static_cast<std::int64_t>(m.values.size()),
-                                          static_cast<std::int64_t>(m.block_col_idx.size()), r, c);
-  const std::size_t window_bytes = 32 * static_cast<std::size_t>(m.params.bitmap_bytes);
-  for (std::size_t w0 = 0; w0 < m.bitmaps.size(); w0 += window_bytes) {
+  const auto blocks = static_cast<I>(m.block_col_idx.size());
+  const bool may = gpu::mbr_tile_by_block(static_cast<std::int64_t>(m.values.size()), blocks, r, c);
+  const bool gathers = may && gpu::mbr_tile_gathers(blocks, static_cast<std::int64_t>(m.block_row_ptr.size()) - 1);
+  std::size_t br = 0;  // the block row of the window's first block
+  for (I w0 = 0; w0 < blocks; w0 += 32) {
+    const I we = std::min(w0 + 32, blocks);
     int n = 0;
-    for (std::size_t b = w0; b < std::min(w0 + window_bytes, m.bitmaps.size()); ++b) n += std::popcount(m.bitmaps[b]);
+    for (I b = w0; b < we; ++b)
+      for (int k = 0; k < m.params.bitmap_bytes; ++k)
+        n += std::popcount(m.bitmaps[static_cast<std::size_t>(b) * m.params.bitmap_bytes + k]);
     ++(may && gpu::mbr_lane_per_block(n, r, c) ? counts.by_block : counts.by_run);
     counts.full_one_column += r > 1 && c == 1 && n == 32 * r;
+    while (m.block_row_ptr[br + 1] <= w0) ++br;
+    counts.gathered += gathers && m.block_row_ptr[br + 1] > we;
   }
 }
 
@@ -400,6 +407,8 @@ TEST(GpuMbrSpmv, KernelChoice) {
   EXPECT_EQ(gpu::mbr_tile_windows(2 * 32 * 8192 - 1), 1);
   EXPECT_EQ(gpu::mbr_tile_windows(2 * 32 * 8192), 2);
   EXPECT_EQ(gpu::mbr_tile_windows(std::int64_t{1} << 40), 8);
+  EXPECT_TRUE(gpu::mbr_tile_gathers(64 * 1000, 1000));
+  EXPECT_FALSE(gpu::mbr_tile_gathers(64 * 1000 - 1, 1000));
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
   const auto dm = to_device(cpu::csr_to_mbr(example(), block(3, 3)));
@@ -426,12 +435,13 @@ TEST(GpuMbrSpmv, BlockRowKernelOnEveryHeightWidthAndLaneCount) {
 }
 
 // The tile kernel on the same matrices and sizes: block rows split between tiles (of 32 blocks
-// here, mbr_tile_windows' choice for small matrices: the arrow's dense rows and many others;
-// the test counts them; a tile's first value is counted from either end of its block row),
-// runs of empty block rows, overhanging last block rows, windows summed a lane per block and a
-// lane per run (mbr_lane_per_block; counted too), among them windows of full one-column
-// blocks; then, chosen by the rule, on a random matrix of just over 2^18 rows, whose tiles hold
-// several windows.
+// here, mbr_tile_windows' choice for small matrices: the arrow's dense rows and many others; the
+// test counts them; a tile's first value is counted from either end of its block row), runs of
+// empty block rows, overhanging last block rows, windows summed a lane per block and a lane per run
+// (mbr_lane_per_block; counted too), among them windows of full one-column blocks, and windows
+// inside a block row whose sums the lanes gather (mbr_tile_gathers: the long rows' matrix at every
+// size, counted); then, chosen by the rule, on a random matrix of just over 2^18 rows, whose tiles
+// hold several windows.
 TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
@@ -450,6 +460,7 @@ TEST(GpuMbrSpmv, TileKernelOnEveryHeightAndWidth) {
   EXPECT_GT(windows.by_block, 20);
   EXPECT_GT(windows.by_run, 20);
   EXPECT_GT(windows.full_one_column, 0);
+  EXPECT_GT(windows.gathered, 20);
   const csr<double, I> big = test::random_csr((std::int64_t{1} << 18) + 5, 70000, 6.0, 44);
   const csr<float, I> bigf = test::cast_values<float>(big);
   for (const mbr_params& req : {block(1, 4), block(2, 8), block(4, 4), block(8, 8)}) {
