@@ -17,7 +17,8 @@ namespace spconv::gpu {
 // The kernels of gpu::spmv (kernels/gpu/spmv_mbr.cu):
 // - block_rows: a group of lanes per block row, a lane per value (one launch, no workspace);
 // - tiles: a warp per tile of up to 256 consecutive blocks (mbr_tile_windows), 32 at a time, a
-//   lane per block or per row slice of a block (mbr_lane_per_block, mbr_tile_by_block), block
+//   lane per block or per row slice of a block (mbr_lane_per_block, mbr_tile_by_block), long
+//   block rows' sums gathered in the lanes (mbr_tile_gathers), block
 //   rows split between tiles added atomically (two launches: the
 //   first finds each tile's first block row in the context's workspace and sets the split
 //   rows to beta*y);
