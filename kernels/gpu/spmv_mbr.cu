@@ -325,9 +325,9 @@ __global__ void __launch_bounds__(tile_threads)
   // With Gather (mbr_tile_gathers), a window inside block row cur (the block row runs past it)
   // writes nothing: each lane adds its block's (or runs') sums to its cells, which keep them
   // from window to window (`gathered`) until a window where the block row ends; then a fold adds
-  // the 32 lanes' cells to carried, R lanes a row and shuffles. Without it every window sums
-  // its block rows' cells over the window's lanes, a lane per output row, 32 cells each where
-  // the window lies inside one block row.
+  // the 32 lanes' cells to carried (32 / R lanes a row, R cells each, then shuffles). Without it
+  // every window sums its block rows' cells over the window's lanes, a lane per output row, 32
+  // cells each where the window lies inside one block row.
   I cur_end = block_row_ptr[cur + 1];
   bool gathered = false;
   const auto fold = [&] {
