@@ -199,12 +199,6 @@ void decide_gpu(const csr<V, I>& a, format_choice& c) {
              "row_ptr");
     return;
   }
-  if (s.row_mean < gpu_short_row_mean && !long_row) {
-    pick(c, "csr", "gpu-short-rows",
-         "short rows: mean " + fixed(s.row_mean, 1) + " < " + fixed(gpu_short_row_mean, 1) + " entries, longest " +
-             std::to_string(s.row_max) + ": CSR's kernel gives each row one thread and reads the fewest bytes");
-    return;
-  }
   if (table) {
     const std::int64_t n = *s.table_values;
     const std::string what = n < static_cast<std::int64_t>(ccoo_table_capacity)
@@ -212,6 +206,12 @@ void decide_gpu(const csr<V, I>& a, format_choice& c) {
                                  : "its 256 most frequent values cover " + percent(*s.table_share) + " of the entries";
     pick(c, "ccoo", "gpu-value-table",
          "few distinct values: " + what + ", so CCOO stores each value as a 1-byte index into its 256-value table");
+    return;
+  }
+  if (s.row_mean < gpu_short_row_mean && !long_row) {
+    pick(c, "csr", "gpu-short-rows",
+         "short rows: mean " + fixed(s.row_mean, 1) + " < " + fixed(gpu_short_row_mean, 1) + " entries, longest " +
+             std::to_string(s.row_max) + ": CSR's kernel gives each row one thread and reads the fewest bytes");
     return;
   }
   measure_offsets(a, s);

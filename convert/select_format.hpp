@@ -60,7 +60,10 @@ inline constexpr double gpu_ccoo_min_table_share = 0.9999;
 // reads CSR's bytes at up to 97% of the copy bandwidth there. Measured on the H100 (stop 10,
 // ../shared/matrices/real replicated to 100M entries): CSR was the fastest format on every
 // matrix with a mean below 5 and no long row (add32 4.8, bcspwr10 4.1, luxembourg 2.1: 1.05-1.09x
-// CCOO), and not on any with a mean from 6.3 up; 5.5 lies between.
+// CCOO), and not on any with a mean from 6.3 up; 5.5 lies between. Since stop 31 a value table
+// that covers the matrix decides first: bcspwr10 and luxembourg (one distinct value) ran faster
+// in CCOO than in CSR in each of stops 29-31 (1.27x, 1.38x, 1.43x against 1.21-1.22x; 1.35-1.36x
+// against 1.34-1.35x), once CCOO's table warps took the chunks of table values.
 inline constexpr double gpu_short_row_mean = 5.5;
 
 // GPU: CCOO stores a chunk's column offsets in 1, 2 or 4 bytes (the chunk's column span).
