@@ -190,22 +190,21 @@ void decide_gpu(const csr<V, I>& a, format_choice& c) {
     return;
   }
   measure_values(a, s);
-  const bool table = *s.table_share >= gpu_ccoo_min_table_share;
-  if (!table && s.row_max * s.rows == s.nnz) {
-    pick(c, "hyb", "gpu-uniform-rows",
-         "every row holds " + std::to_string(s.row_max) +
-             (s.row_max == 1 ? " entry" : " entries") +
-             ": HYB's ELL part holds the matrix without padding or tail, one kernel reading CSR's bytes without "
-             "row_ptr");
-    return;
-  }
-  if (table) {
+  if (*s.table_share >= gpu_ccoo_min_table_share) {
     const std::int64_t n = *s.table_values;
     const std::string what = n < static_cast<std::int64_t>(ccoo_table_capacity)
                                  ? std::to_string(n) + (n == 1 ? " distinct value" : " distinct values")
                                  : "its 256 most frequent values cover " + percent(*s.table_share) + " of the entries";
     pick(c, "ccoo", "gpu-value-table",
          "few distinct values: " + what + ", so CCOO stores each value as a 1-byte index into its 256-value table");
+    return;
+  }
+  if (s.row_max * s.rows == s.nnz) {
+    pick(c, "hyb", "gpu-uniform-rows",
+         "every row holds " + std::to_string(s.row_max) +
+             (s.row_max == 1 ? " entry" : " entries") +
+             ": HYB's ELL part holds the matrix without padding or tail, one kernel reading CSR's bytes without "
+             "row_ptr");
     return;
   }
   if (s.row_mean < gpu_short_row_mean && !long_row) {
