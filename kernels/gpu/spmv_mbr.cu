@@ -306,21 +306,29 @@ __global__ void __launch_bounds__(tile_threads)
   V* const carried = carried_sums[w];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * tile_warps + w;
   if (t >= m.tiles) return;  // the whole warp
-  const std::int64_t b0 = t * m.tile_items, b1 = min(b0 + m.tile_items, m.items);
-  std::int64_t cur = first_row[t];  // the first block row not yet written
-  const std::int64_t first_block = block_row_ptr[cur], row_end = block_row_ptr[cur + 1];
+  // Blocks, block rows, rows and values are counted by the int32 arrays (block_row_ptr,
+  // value_ptr), so below 2^31: the window's bookkeeping runs in unsigned 32-bit arithmetic,
+  // where a position plus 32 or 64 cannot wrap (64-bit minima and compares had been 8% of the
+  // instructions on bcspwr10 and ca-AstroPh).
+  const auto b0 = static_cast<unsigned>(t * m.tile_items);
+  const auto b1 = static_cast<unsigned>(min(t * m.tile_items + m.tile_items, m.items));
+  const auto groups = static_cast<unsigned>(m.groups), rows = static_cast<unsigned>(m.rows);
+  auto cur = static_cast<unsigned>(first_row[t]);  // the first block row not yet written
+  const auto first_block = static_cast<unsigned>(block_row_ptr[cur]);
+  const auto row_end = static_cast<unsigned>(block_row_ptr[cur + 1]);
   // The tile's first value: its first block row's, plus the values of that block row's blocks
   // before the tile, or the next block row's, less the values of this one's blocks from the
   // tile's first on, whichever counts fewer bitmaps (only block rows longer than a tile have
   // blocks on both sides: arrow's dense first row makes a block row of 5813 blocks of 8 x 8).
-  const auto values_in = [&](std::int64_t from, std::int64_t to) {
+  const auto values_in = [&](unsigned from, unsigned to) {
     unsigned n = 0;
 #pragma unroll 4
-    for (std::int64_t b = from + lane; b < to; b += warp_size) n += static_cast<unsigned>(__popcll(bitmaps[b]));
-    return static_cast<std::int64_t>(__reduce_add_sync(full_mask, n));
+    for (unsigned b = from + lane; b < to; b += warp_size) n += static_cast<unsigned>(__popcll(bitmaps[b]));
+    return __reduce_add_sync(full_mask, n);
   };
-  std::int64_t v0 = b0 - first_block <= row_end - b0 ? value_ptr[cur] + values_in(first_block, b0)
-                                                     : value_ptr[cur + 1] - values_in(b0, row_end);
+  unsigned v0 = b0 - first_block <= row_end - b0
+                    ? static_cast<unsigned>(value_ptr[cur]) + values_in(first_block, b0)
+                    : static_cast<unsigned>(value_ptr[cur + 1]) - values_in(b0, row_end);
   bool carrying = false;  // whether carried holds the part of block row cur before the window
   // With Gather (mbr_tile_gathers), a window inside block row cur (the block row runs past it)
   // writes nothing: each lane adds its block's (or runs') sums to its cells, which keep them
@@ -328,7 +336,7 @@ __global__ void __launch_bounds__(tile_threads)
   // the 32 lanes' cells to carried (32 / R lanes a row, R cells each, then shuffles). Without it
   // every window sums its block rows' cells over the window's lanes, a lane per output row, 32
   // cells each where the window lies inside one block row.
-  I cur_end = block_row_ptr[cur + 1];
+  unsigned cur_end = row_end;
   bool gathered = false;
   const auto fold = [&] {
     constexpr int parts = warp_size / R;
@@ -347,20 +355,20 @@ __global__ void __launch_bounds__(tile_threads)
   // it may finish before its values.
   M map_next = b0 + lane < b1 ? bitmaps[b0 + lane] : M(0);
   I col_next = b0 + lane < b1 ? block_col_idx[b0 + lane] : 0;
-  for (std::int64_t w0 = b0; w0 < b1; w0 += warp_size) {
-    const std::int64_t we = min(w0 + warp_size, b1);
+  for (unsigned w0 = b0; w0 < b1; w0 += warp_size) {
+    const unsigned we = min(w0 + warp_size, b1);
     const M map = map_next;
     const I col = col_next;
     if (we + lane < b1) {
       map_next = bitmaps[we + lane];
       col_next = block_col_idx[we + lane];
     }
-    I s, e;  // block row cur + lane's first and end block (past the last block row: none)
+    unsigned s, e;  // block row cur + lane's first and end block (past the last block row: none)
     bool exists;
     const auto bounds = [&] {
-      exists = cur + lane < m.groups;
-      s = exists ? block_row_ptr[cur + lane] : 0;
-      e = exists ? block_row_ptr[cur + lane + 1] : 0;
+      exists = cur + lane < groups;
+      s = exists ? static_cast<unsigned>(block_row_ptr[cur + lane]) : 0u;
+      e = exists ? static_cast<unsigned>(block_row_ptr[cur + lane + 1]) : 0u;
     };
     const bool inside = Gather && cur_end > we;
     if (!inside) {
@@ -374,17 +382,18 @@ __global__ void __launch_bounds__(tile_threads)
     const int pop = __popcll(map);
     const int upto = group_inclusive_sum(pop), first_value = upto - pop;
     const int n = __shfl_sync(full_mask, upto, warp_size - 1);  // the window's values
+    const bool add = Gather && gathered;  // cells add to what earlier windows inside the block row left
     if (ByBlock && mbr_lane_per_block(n, R, c)) {
       const V* const vb = values + v0 + first_value;
       const V* const xb = x + static_cast<std::int64_t>(col) * c;
-      if (Gather && gathered) block_sums<R, true>(static_cast<W>(map), vb, xb, c, by_c, sums[lane]);
+      if (add) block_sums<R, true>(static_cast<W>(map), vb, xb, c, by_c, sums[lane]);
       else block_sums<R, false>(static_cast<W>(map), vb, xb, c, by_c, sums[lane]);
       __syncwarp();
     } else {
       unsigned rows_with_entries = 0;
 #pragma unroll
       for (int i = 0; i < R; ++i) {
-        if (!(Gather && gathered)) sums[lane][i] = V(0);
+        if (!add) sums[lane][i] = V(0);
         if (mbr_row_of(static_cast<W>(map), i, c).cols != 0) rows_with_entries |= 1u << i;
       }
       const int runs = __popc(rows_with_entries);
@@ -408,7 +417,7 @@ __global__ void __launch_bounds__(tile_threads)
           const mbr_row_bits_of<W> part = mbr_row_of(block_map, i, c);
           const V* xb = x + static_cast<std::int64_t>(block_col) * c;
           const V sum = run_sum(static_cast<Cols>(part.cols), values + v0 + block_first + part.before, xb);
-          sums[owner][i] = Gather && gathered ? sums[owner][i] + sum : sum;
+          sums[owner][i] = add ? sums[owner][i] + sum : sum;
         }
       }
       __syncwarp();  // (a window without values has no chunk)
@@ -430,20 +439,19 @@ __global__ void __launch_bounds__(tile_threads)
       V open_sum = V(0);
       for (int q0 = 0; q0 < outputs; q0 += warp_size) {
         const int q = q0 + lane, kk = q / R, i = q % R;
-        const I sk = __shfl_sync(full_mask, s, kk % warp_size), ek = __shfl_sync(full_mask, e, kk % warp_size);
+        const unsigned sk = __shfl_sync(full_mask, s, kk % warp_size), ek = __shfl_sync(full_mask, e, kk % warp_size);
         if (q < outputs) {
           V sum = kk == 0 && carrying ? carried[i] : V(0);
-          const int lo = static_cast<int>(max(static_cast<std::int64_t>(sk), w0) - w0);
-          const int hi = static_cast<int>(min(static_cast<std::int64_t>(ek), we) - w0);
+          const int lo = static_cast<int>(max(sk, w0) - w0), hi = static_cast<int>(min(ek, we) - w0);
           // Four cells' loads in flight, the additions in order: a block row of 14-25 blocks
           // (bcspwr10, bcsstk33) chained as many shared-memory latencies. Device call 7 of stop
           // 30 (H100, double, beside the loop as it was): replicated set 0.904x -> 0.918x
           // cuSPARSE, stencil 1.127x -> 1.139x.
 #pragma unroll 4
           for (int l = lo; l < hi; ++l) sum += sums[l][i];
-          const std::int64_t br = cur + kk, row = br * R + i;
+          const unsigned row = (cur + kk) * R + i;
           if (kk == finished) open_sum = sum;
-          else if (row < m.rows) {
+          else if (row < rows) {
             if (sk < b0 || ek > b1) atomicAdd(y + row, alpha * sum);
             else y[row] = beta == V(0) ? alpha * sum : alpha * sum + beta * y[row];
           }
@@ -468,8 +476,8 @@ __global__ void __launch_bounds__(tile_threads)
   if (Gather && gathered) fold();
   // The block row open at the tile's end runs on into the next tile: its part is added.
   if (carrying && lane < R) {
-    const std::int64_t row = cur * R + lane;
-    if (row < m.rows) atomicAdd(y + row, alpha * carried[lane]);
+    const unsigned row = cur * R + lane;
+    if (row < rows) atomicAdd(y + row, alpha * carried[lane]);
   }
 }
 
