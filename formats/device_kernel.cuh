@@ -1,5 +1,5 @@
 // Small helpers shared by the CUDA sources (include from .cu files only): grid-stride loop
-// indices, the context's stream as a cudaStream_t, allocation rounding, and naming the
+// indices, the context's stream as a cudaStream_t, device-to-device copies, allocation rounding, and naming the
 // conversion a device error happened in.
 #pragma once
 #include <cuda_runtime.h>
@@ -21,6 +21,14 @@ __device__ __forceinline__ std::int64_t first_index() {
 __device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 inline cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
+
+// Copies n elements of device memory on ctx's stream (asynchronous); `what` names the copy in
+// an error.
+template <class T>
+void copy_on_device(T* to, const T* from, std::int64_t n, gpu_context& ctx, const std::string& what) {
+  check_cuda(cudaMemcpyAsync(to, from, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice, stream_of(ctx)),
+             what);
+}
 
 // Bytes rounded up to 256, the alignment of the pieces carved out of one scratch block.
 inline std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }

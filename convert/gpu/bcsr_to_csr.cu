@@ -135,13 +135,9 @@ csr<V, I, device> bcsr_to_csr(const bcsr<V, I, device>& a, gpu_context& ctx) {
     const auto nnz = static_cast<std::int64_t>(a.block_col.size());
     out.col_idx.resize(nnz);
     out.values.resize(nnz);
-    check_cuda(cudaMemcpyAsync(out.row_ptr.data(), a.block_ptr.data(), (a.rows + 1) * sizeof(I),
-                               cudaMemcpyDeviceToDevice, s),
-               "gpu::bcsr_to_csr: copying block_ptr");
-    check_cuda(cudaMemcpyAsync(out.col_idx.data(), a.block_col.data(), nnz * sizeof(I), cudaMemcpyDeviceToDevice, s),
-               "gpu::bcsr_to_csr: copying block_col");
-    check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
-               "gpu::bcsr_to_csr: copying values");
+    copy_on_device(out.row_ptr.data(), a.block_ptr.data(), a.rows + 1, ctx, "gpu::bcsr_to_csr: copying block_ptr");
+    copy_on_device(out.col_idx.data(), a.block_col.data(), nnz, ctx, "gpu::bcsr_to_csr: copying block_col");
+    copy_on_device(out.values.data(), a.values.data(), nnz, ctx, "gpu::bcsr_to_csr: copying values");
     ctx.synchronize();
     return out;
   }

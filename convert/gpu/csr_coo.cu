@@ -198,10 +198,8 @@ csr<V, I, device> coo_to_csr(const coo<V, I, device>& a, gpu_context& ctx) {
     // bytes.
     out.col_idx.resize(nnz);
     out.values.resize(nnz);
-    check_cuda(cudaMemcpyAsync(out.col_idx.data(), a.col_idx.data(), nnz * sizeof(I), cudaMemcpyDeviceToDevice, s),
-               "gpu::coo_to_csr: copying the columns");
-    check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
-               "gpu::coo_to_csr: copying the values");
+    copy_on_device(out.col_idx.data(), a.col_idx.data(), nnz, ctx, "gpu::coo_to_csr: copying the columns");
+    copy_on_device(out.values.data(), a.values.data(), nnz, ctx, "gpu::coo_to_csr: copying the values");
     row_pointers<<<launch_blocks(rows + 1, block_threads), block_threads, 0, s>>>(
         out.row_ptr.data(), rows, reinterpret_cast<const U*>(a.row_idx.data()), nnz);
     check_launch("building row_ptr");
@@ -280,10 +278,8 @@ coo<V, I, device> csr_to_coo(const csr<V, I, device>& a, gpu_context& ctx) {
     rows_of_entries<<<static_cast<unsigned>(tiles), block_threads, 0, s>>>(out.row_idx.data(), cut, a.row_ptr.data(),
                                                                            a.rows, nnz);
     check_cuda(cudaGetLastError(), "gpu::csr_to_coo: launching the row expansion");
-    check_cuda(cudaMemcpyAsync(out.col_idx.data(), a.col_idx.data(), nnz * sizeof(I), cudaMemcpyDeviceToDevice, s),
-               "gpu::csr_to_coo: copying col_idx");
-    check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
-               "gpu::csr_to_coo: copying values");
+    copy_on_device(out.col_idx.data(), a.col_idx.data(), nnz, ctx, "gpu::csr_to_coo: copying col_idx");
+    copy_on_device(out.values.data(), a.values.data(), nnz, ctx, "gpu::csr_to_coo: copying values");
   }
   ctx.synchronize();
   return out;

@@ -979,9 +979,7 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   check_cuda(cub::DeviceScan::InclusiveSum(ctx.workspace(bytes), bytes, sizes.data(), out.chunk_ptr.data() + 1,
                                            chunks, s),
              "gpu::csr_to_ccoo: blob scan");
-  check_cuda(cudaMemcpyAsync(info.data() + info_blob_bytes, out.chunk_ptr.data() + chunks, sizeof(std::uint64_t),
-                             cudaMemcpyDeviceToDevice, s),
-             "gpu::csr_to_ccoo: blob size");
+  copy_on_device(info.data() + info_blob_bytes, out.chunk_ptr.data() + chunks, 1, ctx, "gpu::csr_to_ccoo: blob size");
   h = read_info(info, ctx);
 
   // 4. The blobs, and the table when a chunk uses it.
@@ -993,9 +991,8 @@ ccoo<V, I, device> csr_to_ccoo(const csr<V, I, device>& a, const ccoo_params& re
   check_launch("writing the blobs");
   if (table_used) {
     out.table.resize(table_size);
-    check_cuda(
-        cudaMemcpyAsync(out.table.data(), table_bits.data(), table_size * sizeof(V), cudaMemcpyDeviceToDevice, s),
-        "gpu::csr_to_ccoo: the value table");
+    copy_on_device(reinterpret_cast<B*>(out.table.data()), table_bits.data(), table_size, ctx,
+                   "gpu::csr_to_ccoo: the value table");
   }
   ctx.synchronize();
   return out;

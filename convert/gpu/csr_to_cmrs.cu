@@ -206,8 +206,7 @@ void build_basic(const csr<V, I, device>& a, cmrs<V, I, device>& out, std::int64
                                                                     a.col_idx.data(), h, packed);
   check_launch("packing column words");
   if (!sort) {
-    check_cuda(cudaMemcpyAsync(out.values.data(), a.values.data(), nnz * sizeof(V), cudaMemcpyDeviceToDevice, s),
-               "gpu::csr_to_cmrs: copying values");
+    copy_on_device(out.values.data(), a.values.data(), nnz, ctx, "gpu::csr_to_cmrs: copying values");
     return;
   }
   // Column words are column << 4 | row, so sorting a strip by its words is the sec. 4

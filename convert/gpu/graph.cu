@@ -15,6 +15,7 @@
 #include "convert/gpu/graph.hpp"
 #include "convert/gpu/hyb.hpp"
 #include "convert/gpu/mbr.hpp"
+#include "formats/device_kernel.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -62,8 +63,7 @@ device_array<To> cast_array(const device_array<From>& a, gpu_context& ctx) {
   if (a.empty()) return out;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
   if constexpr (std::is_same_v<To, From>) {
-    check_cuda(cudaMemcpyAsync(out.data(), a.data(), a.size() * sizeof(To), cudaMemcpyDeviceToDevice, s),
-               "gpu::convert: copying an array");
+    copy_on_device(out.data(), a.data(), static_cast<std::int64_t>(a.size()), ctx, "gpu::convert: copying an array");
   } else {
     constexpr int threads = 256;
     cast_kernel<To, From><<<launch_blocks(static_cast<std::int64_t>(a.size()), threads), threads, 0, s>>>(
