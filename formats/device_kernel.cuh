@@ -1,6 +1,6 @@
 // Small helpers shared by the CUDA sources (include from .cu files only): grid-stride loop
-// indices, the context's stream as a cudaStream_t, device-to-device copies, allocation rounding, and naming the
-// conversion a device error happened in.
+// indices, the context's stream as a cudaStream_t, device-to-device copies, allocation
+// rounding, and naming the conversion a device error happened in.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -26,8 +26,8 @@ inline cudaStream_t stream_of(gpu_context& ctx) { return static_cast<cudaStream_
 // an error.
 template <class T>
 void copy_on_device(T* to, const T* from, std::int64_t n, gpu_context& ctx, const std::string& what) {
-  check_cuda(cudaMemcpyAsync(to, from, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice, stream_of(ctx)),
-             what);
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);
+  check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream_of(ctx)), what);
 }
 
 // Bytes rounded up to 256, the alignment of the pieces carved out of one scratch block.
