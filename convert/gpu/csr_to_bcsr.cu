@@ -46,17 +46,12 @@ struct value_position {
   __device__ I operator()(I t) const { return (block_rows::block_number(block_no, head, t) - 1) * rc + place[t]; }
 };
 
-// Whether the entry at a value position is a stored +0.0 (its bits are the fill's).
+// 1 where the entry at a value position is a stored +0.0 (its bits are the fill's), else 0: the
+// flag that counts them and the predicate that selects them.
 template <class V>
 struct stored_zero {
   const V* values;
-  __device__ bool operator()(I position) const { return block_rows::all_bits_zero(values[position]); }
-};
-
-// 1 if an entry's value is a stored +0.0 (for counting them).
-template <class V>
-struct zero_bits {
-  __device__ I operator()(V v) const { return block_rows::all_bits_zero(v) ? 1 : 0; }
+  __device__ I operator()(I position) const { return block_rows::all_bits_zero(values[position]) ? 1 : 0; }
 };
 
 // 1 x 1 blocks: every entry is its own block, in CSR order (no fill: a block holds exactly its
@@ -73,14 +68,14 @@ void unit_blocks(const csr<V, I, device>& a, bcsr<V, I, device>& out, gpu_contex
   copy_on_device(out.block_col.data(), a.col_idx.data(), nnz, ctx, who + ": copying col_idx");
   copy_on_device(out.values.data(), a.values.data(), nnz, ctx, who + ": copying values");
   device_array<I> zeros(1);
-  const auto flags = thrust::make_transform_iterator(a.values.data(), zero_bits<V>{});
+  const thrust::counting_iterator<I> positions(0);
+  const auto flags = thrust::make_transform_iterator(positions, stored_zero<V>{a.values.data()});
   std::size_t bytes = 0;
   check_cuda(cub::DeviceReduce::Sum(nullptr, bytes, flags, zeros.data(), nnz, s), who + ": sizing the zero count");
   check_cuda(cub::DeviceReduce::Sum(ctx.workspace(bytes), bytes, flags, zeros.data(), nnz, s),
              who + ": counting the stored zeros");
   out.stored_zeros.resize(block_rows::read_back<1>(zeros.data(), ctx, who)[0]);
   if (out.stored_zeros.size() == 0) return;
-  const thrust::counting_iterator<I> positions(0);
   check_cuda(cub::DeviceSelect::If(nullptr, bytes, positions, out.stored_zeros.data(), zeros.data(), nnz,
                                    stored_zero<V>{a.values.data()}, s),
              who + ": sizing the stored-zero selection");
