@@ -1,7 +1,8 @@
 // Searches and the warp prefix sum on the device, shared by the GPU converters (convert/gpu)
 // and kernels (kernels/gpu) (include from .cu/.cuh files only): binary searches in a sorted
 // array, as in std::upper_bound and std::lower_bound, the same search across the 32 lanes of a
-// warp by shuffles, and the prefix sum over a warp's lanes that such searches run on.
+// warp by shuffles, the prefix sum over a warp's lanes that such searches run on, and a warp
+// walking its lanes' ranges together.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -87,6 +88,28 @@ __device__ __forceinline__ T group_inclusive_sum(T v, int group = 32) {
     if (sub >= d) v += other;
   }
   return v;
+}
+
+// Calls f(v) for every v of the lanes' ranges [lo, lo + len) (len >= 0), the ranges laid end
+// to end and dealt out 32 values a round, lane i taking the i-th of each round: a lane's long
+// range (a run of empty rows) takes the whole warp rather than that lane alone. A vote first,
+// so that a warp without ranges pays one instruction. Every lane of the warp must call it
+// (full-mask shuffles).
+template <class F>
+__device__ __forceinline__ void warp_for_each_in_ranges(long long lo, long long len, F&& f) {
+  constexpr unsigned full_warp = 0xffffffffu;
+  if (!__any_sync(full_warp, len > 0)) return;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const long long incl = group_inclusive_sum(len);
+  const long long total = __shfl_sync(full_warp, incl, 31);
+  for (long long i0 = 0; i0 < total; i0 += 32) {
+    const long long i = i0 + lane;
+    // The lane whose range holds value number i: the lanes whose ranges end at or before it
+    // (at most 31 where i < total; lanes past the total only read a valid lane).
+    const int from = min(warp_count_at_or_below(incl, i), 31);
+    const long long v = __shfl_sync(full_warp, lo, from) + i - __shfl_sync(full_warp, incl - len, from);
+    if (i < total) f(v);
+  }
 }
 
 }  // namespace spconv::gpu

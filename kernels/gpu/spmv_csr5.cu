@@ -156,17 +156,8 @@ __global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restri
       lo = t == 0 ? 0 : r0 + 1;
       hi = t < g.complete && (tp & csr5_empty_rows_bit) ? r1 : t == 0 ? r0 : 0;
     }
-    const long long len = hi > lo ? hi - lo : 0;
-    const long long incl = group_inclusive_sum(len);
-    const long long total = __shfl_sync(0xffffffffu, incl, warp_size - 1);
-    for (long long i0 = 0; i0 < total; i0 += warp_size) {
-      const long long i = i0 + lane;
-      // The lane whose range holds row number i: the lanes whose ranges end at or before it
-      // (at most 31 where i < total; lanes past the total only read a valid lane).
-      const int from = min(warp_count_at_or_below(incl, i), warp_size - 1);
-      const long long r = __shfl_sync(0xffffffffu, lo, from) + i - __shfl_sync(0xffffffffu, incl - len, from);
-      if (i < total) row_outside_tiles(g, r, val, alpha, x, beta, y);
-    }
+    warp_for_each_in_ranges(lo, hi > lo ? hi - lo : 0,
+                            [&](long long r) { row_outside_tiles(g, r, val, alpha, x, beta, y); });
   }
 }
 
