@@ -1,11 +1,10 @@
-// COO SpMV on the GPU: beta*y, then the shared COO accumulation kernel.
+// COO SpMV on the GPU: the shared COO kernel writing each row once (coo_accumulate.cuh).
 #include <cuda_runtime.h>
 
 #include <string>
 
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/coo_accumulate.cuh"
-#include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/spmv_coo.hpp"
 
 namespace spconv::gpu {
@@ -17,13 +16,9 @@ void spmv(const coo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_con
     fail(errc::usage, "gpu::spmv: coo arrays differ in length (row_idx " + std::to_string(a.row_idx.size()) +
                           ", col_idx " + std::to_string(a.col_idx.size()) + ", values " + std::to_string(n) + ")");
   if (a.rows == 0) return;
-  const auto s = static_cast<cudaStream_t>(ctx.stream());
-  constexpr int threads = 256;
-  scale_y<V><<<launch_blocks(a.rows, threads), threads, 0, s>>>(a.rows, beta, y);
-  check_cuda(cudaGetLastError(), "gpu::spmv: launching the coo scaling kernel");
-  detail::launch_coo_accumulate(static_cast<std::int64_t>(n), a.row_idx.data(), a.col_idx.data(), a.values.data(),
-                                alpha, x, y, detail::coo_stages_row_sums(a.rows, static_cast<std::int64_t>(n)), s,
-                                "gpu::spmv: launching the coo kernel");
+  detail::launch_coo_spmv(a.rows, static_cast<std::int64_t>(n), a.row_idx.data(), a.col_idx.data(), a.values.data(),
+                          alpha, x, beta, y, detail::coo_stages_row_sums(a.rows, static_cast<std::int64_t>(n)),
+                          ctx, "gpu::spmv: launching the coo kernels");
 }
 
 #define SPCONV_INST(V, I) template void spmv<V, I>(const coo<V, I, device>&, V, const V*, V, V*, gpu_context&);

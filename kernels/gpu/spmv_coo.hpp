@@ -1,6 +1,8 @@
-// COO SpMV on the GPU, y = alpha*A*x + beta*y (liu-thesis-csr5.txt sec. 5.2.3): y is scaled by
-// beta, then a warp per tile of 128 consecutive entries (4 a lane) sums its rows (segmented
-// sum by shuffles) and adds each row it ends with one atomicAdd (kernels/gpu/coo_accumulate.cuh,
+// COO SpMV on the GPU, y = alpha*A*x + beta*y (liu-thesis-csr5.txt sec. 5.2.3): a warp per tile
+// of 128 consecutive entries (4 a lane) sums its rows (segmented sum by shuffles). Where rows
+// average fewer than 4 entries, each row the tile holds whole is written once and the parts of
+// rows split between tiles are joined by a second kernel; otherwise y is scaled by beta first
+// and each row a tile ends is added with one atomicAdd (kernels/gpu/coo_accumulate.cuh,
 // specs/gpu.md). Queued on ctx's stream; beta == 0 writes y without reading it.
 // `a` must be row-sorted as validate() requires (the segmented sum relies on it).
 #pragma once

@@ -246,8 +246,11 @@ TEST(GpuSpmv, KernelsAndCusparseMatchTheCpuOnRealMatrices) {
 
 // COO SpMV (also HYB's tail): rows of 1 to 3 entries (row pieces crossing lanes), rows of
 // 0 to 300 (crossing tiles of 128 entries), one row of 10000 entries over many tiles between
-// short rows, entry counts that end mid-tile, 32- and 64-bit indices, float and double, beta
-// 0 on a y of NaN and beta != 0.
+// short rows, entry counts that end mid-tile, runs of empty rows (shorter and longer than a
+// warp, before the first entry, between tiles, after the last entry, with rows of under 2
+// entries on average and more), matrices of rows averaging under and over 4 entries (the two
+// kernels, detail::coo_writes_rows), 32- and 64-bit indices, float and double, beta 0 on a y
+// of NaN and beta != 0: every row, empty ones too, must be written.
 TEST(GpuCooSpmv, RowPiecesAcrossLanesTilesAndPartialTiles) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   gpu_context ctx;
@@ -265,6 +268,16 @@ TEST(GpuCooSpmv, RowPiecesAcrossLanesTilesAndPartialTiles) {
       {"rows of 0-300", make(700, 20011, [](std::int64_t r) { return (r * 7919) % 301; })},
       {"one long row", make(999, 30011, [](std::int64_t r) { return r == 400 ? 10000 : r % 5; })},
       {"127 entries", make(127, 10, [](std::int64_t) { return 1; })},
+      {"rows of 0-2", make(5000, 300, [](std::int64_t r) { return r % 3; })},
+      {"runs of empty rows", make(200000, 3000, [](std::int64_t r) { return r % 4999 == 17 ? 1 + r % 251 : 0; })},
+      {"empty rows around one band",
+       make(100000, 2003, [](std::int64_t r) { return r >= 50000 && r < 50100 ? 300 : r == 50200 ? 1 : 0; })},
+      {"short rows between empty runs", make(40000, 500, [](std::int64_t r) { return r % 97 < 40 ? 1 : 0; })},
+      // Rows averaging under 4 entries take the kernel that writes each row once
+      // (detail::coo_writes_rows): these put rows over many tiles there too.
+      {"one long row among rows of 0-1", make(5000, 30011, [](std::int64_t r) { return r == 400 ? 10000 : r % 2; })},
+      {"rows of 0-300 among empty rows",
+       make(70000, 20011, [](std::int64_t r) { return r % 100 == 0 ? (r * 7919) % 301 : 0; })},
   };
   for (const auto& [name, src] : inputs) {
     SCOPED_TRACE(name);
