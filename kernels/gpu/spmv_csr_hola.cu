@@ -89,7 +89,8 @@ __global__ void assign_rows_search(std::int64_t rows, std::int64_t nnz, const I*
 // row from the first kernel instead of a search here, and the row ends cached, then took 6
 // blocks from 1.07x to 1.09x (stencil 1.10x to 1.14x), most where rows begin at a block's
 // end, which the search took longest on (n1024-l1 0.91x to 1.07x); the search-based first
-// kernel for matrices of many rows took it to 1.17x (memplus_rhs1 1.04x to 1.48x).
+// kernel for matrices of many rows took it to 1.17x (memplus_rhs1 1.04x to 1.48x). On the H200
+// 7 blocks per SM ran 1.077x against 6 blocks' 1.154x (stop 33, device call 2).
 template <class V, class I>
 __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::int64_t nnz,
                                                      const I* __restrict__ ptr,
