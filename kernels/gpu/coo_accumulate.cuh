@@ -332,8 +332,9 @@ void launch_coo_accumulate(std::int64_t n, const I* row, const I* col, const V* 
 }
 
 // y = alpha * A * x + beta * y for a matrix of `rows` rows and n row-sorted entries: each row
-// written once (coo_rows::write; the parts of split rows in ctx's workspace, 21 or 25 bytes a
-// tile of 128 entries) where coo_writes_rows, else y scaled and the rows added.
+// written once (coo_rows::write; the parts of split rows in ctx's workspace, two values, an
+// index and a byte a tile of 128 entries) where coo_writes_rows, else y scaled and the rows
+// added.
 template <class V, class I>
 void launch_coo_spmv(std::int64_t rows, std::int64_t n, const I* row, const I* col, const V* val, V alpha, const V* x,
                      V beta, V* y, bool staged, gpu_context& ctx, std::string_view what) {
