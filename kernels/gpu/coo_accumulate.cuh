@@ -282,23 +282,42 @@ __global__ void __launch_bounds__(coo_block_threads)
 }
 
 // write mode, after coo_accumulate: each row split between tiles summed from its parts, in
-// tile order, by the thread of the tile where it begins (head_row), and written once. That
-// thread walks the row's tiles one after another, about 60 ns a tile of 128 entries: a row of
-// many tiles costs its matrix that much (arrow as it is, a row of 46,500 entries among rows of
-// 2, 7 -> 29 us against scaling y and adding atomically, stop 33 device call 6). Sharing the
-// walk among a warp's lanes is left to do.
+// tile order, and written once, by the thread of the tile where it begins (head_row). Most
+// such rows end within a few tiles, which that thread walks itself (a tile of 128 entries
+// costs a dependent load, about 60 ns). A row still open after join_walk tiles (a long row
+// among short ones: arrow's first row spans 363 tiles) is walked by the whole warp, 32 tiles a
+// step: a serial walk made arrow as it is 7 -> 29 us against scaling y and adding atomically
+// (H200, stop 33 device call 6).
+inline constexpr int join_walk = 4;
 template <class V, class I>
 __global__ void coo_join_parts(std::int64_t tiles, coo_parts<V, I> parts, V beta, V* y) {
-  for (std::int64_t t = first_index(); t < tiles; t += grid_stride()) {
-    const I r = parts.head_row[t];
-    if (r < 0) continue;
-    V sum = parts.last[t];
-    // The row goes on into tile t + 1 (so that tile exists) and through every tile marked so.
-    for (std::int64_t u = t + 1;; ++u) {
+  constexpr int warp = 32;
+  const int lane = static_cast<int>(threadIdx.x % warp);
+  // Whole warps take part in every step (grid_stride is a multiple of the warp).
+  for (std::int64_t t = first_index(); t - lane < tiles; t += grid_stride()) {
+    const I r = t < tiles ? parts.head_row[t] : I(-1);
+    V sum = r >= 0 ? parts.last[t] : V(0);
+    // The row goes on into tile t + 1 (so that tile exists) and through every tile marked so;
+    // the last tile is never marked.
+    std::int64_t u = t + 1;
+    bool open = r >= 0;
+    for (int step = 0; step < join_walk && open; ++step, ++u) {
       sum += parts.first[u];
-      if (!parts.through[u]) break;
+      open = parts.through[u] != 0;
     }
-    y[r] = sum + scaled_y(beta, y, r);
+    for (unsigned todo = __ballot_sync(0xffffffffu, open); todo != 0; todo &= todo - 1) {
+      const int owner = __ffs(static_cast<int>(todo)) - 1;
+      V part = V(0);
+      for (std::int64_t w = __shfl_sync(0xffffffffu, u, owner) + lane;; w += warp) {
+        const bool on = w < tiles && parts.through[w] != 0;
+        const unsigned ends = __ballot_sync(0xffffffffu, !on);  // the row ends at the first
+        if (ends == 0 || lane < __ffs(static_cast<int>(ends))) part += parts.first[w];
+        if (ends != 0) break;
+      }
+      for (int d = warp / 2; d > 0; d /= 2) part += __shfl_xor_sync(0xffffffffu, part, d);
+      if (lane == owner) sum += part;
+    }
+    if (r >= 0) y[r] = sum + scaled_y(beta, y, r);
   }
 }
 
@@ -347,8 +366,7 @@ void launch_coo_spmv(std::int64_t rows, std::int64_t n, const I* row, const I* c
     return;
   }
   const std::int64_t tiles = (n + 32 * coo_per_lane - 1) / (32 * coo_per_lane);
-  const auto aligned = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::size_t sums = aligned(tiles * sizeof(V)), heads = aligned(tiles * sizeof(I));
+  const std::size_t sums = round_up(tiles * sizeof(V)), heads = round_up(tiles * sizeof(I));
   auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * sums + heads + tiles));
   const coo_parts<V, I> parts{.first = reinterpret_cast<V*>(scratch),
                               .last = reinterpret_cast<V*>(scratch + sums),

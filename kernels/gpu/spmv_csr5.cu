@@ -342,7 +342,7 @@ void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V
   if (g.complete == 0) return;
 
   // The calibrator array: per tile the first and last segment's sums and the last one's row.
-  const std::size_t sums = (static_cast<std::size_t>(g.complete) * sizeof(V) + 255) / 256 * 256;
+  const std::size_t sums = round_up(static_cast<std::size_t>(g.complete) * sizeof(V));
   auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * sums + g.complete * sizeof(std::int32_t)));
   V* first_sum = reinterpret_cast<V*>(scratch);
   V* last_sum = reinterpret_cast<V*>(scratch + sums);
