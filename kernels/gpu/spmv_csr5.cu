@@ -37,10 +37,30 @@ namespace {
 
 constexpr int block_threads = 256;  // a multiple of the warp
 constexpr int warp_size = 32;
-// Entries per lane whose loads warp_per_tile issues together. Two keep the kernel at 40
-// registers (6 blocks per SM): on the H100 (double, replicated set) batches of 2 gave 1.025x
-// cuSPARSE in geometric mean, 1 (no batching) 0.945x, 3 1.011x, 4 at 48 registers 0.99x.
-constexpr int batch = 2;
+// warp_per_tile runs 48 warps per SM at 40 registers (__launch_bounds__), and its lanes issue
+// the loads of `batch` entries together: 3, or 2 in staged tiles, where 3 would spill at 40
+// registers. H200, double, replicated set (stop 34, device call 2, one call): batches of 2 as
+// the compiler chose (40 registers; 48 and 5 blocks per SM where staged) 1.204x cuSPARSE in
+// geometric mean; held to 6 blocks, 1.210x (staged: luxembourg 1.25x -> 1.30x, memplus_rhs1
+// 1.62x -> 1.69x); batches of 3 at 6 blocks 1.219x (stencil 1.274x -> 1.323x; staged tiles
+// spilling, luxembourg 1.18x); at 5 blocks 1.190x; batches of 4: 0.914x at 6 blocks, 1.167x
+// at 5. Before (H100): batches of 2 1.025x, 1 (no batching) 0.945x, 3 at 56 registers
+// 1.011x, 4 at 48 registers 0.99x.
+constexpr int tile_sm_warps = 48;
+template <bool Stage>
+constexpr int batch = Stage ? 2 : 3;
+
+// Warps in a block of warp_per_tile: a block's tiles are consecutive and share its SM's L1, so
+// larger blocks put fewer, longer runs of tiles on an SM at once. Where columns are random,
+// the gathers of x then hit L1 more often and move fewer sectors through L2, which bounds
+// them. Nsight Compute, ca-AstroPh replicated (stop 34, device call 3): L2 at 96% of its peak
+// throughput with 8-warp blocks and L1 hitting 17% of the sectors; 16-warp blocks, 30%, 113M
+// -> 96M L2 sectors read, 636 -> 531 us. In the replicated set (call 3, 24-warp blocks against
+// 8): ca-AstroPh 0.94x -> 1.30x cuSPARSE; the other tiles of 16 entries a lane and more
+// (Groebner_id2003_aug, bcsstk13, bcsstk33, fidapex6, lp_ship04l, n1024-l1,
+// sparse-images-1024_subset) within 0% to -2%; shorter tiles lost up to 8% (arrow; not
+// profiled), so they keep blocks of 8.
+constexpr int tile_block_warps(int sigma) { return sigma >= 16 ? 24 : 8; }
 
 // What the kernels read of the format, by value.
 struct view {
@@ -174,12 +194,12 @@ __global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restri
 constexpr int stage_sigma = 8;
 
 // omega = 32: a warp per tile (Algorithm 32).
-template <class V, bool Stage>
-__global__ void __launch_bounds__(block_threads)
+template <class V, bool Stage, int Warps>
+__global__ void __launch_bounds__(Warps * 32, tile_sm_warps / Warps)
     warp_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y, V* first_sum,
                   V* last_sum, std::int32_t* last_row) {
   constexpr int stage_size = Stage ? warp_size * stage_sigma : 1;
-  __shared__ V stages[block_threads / warp_size][stage_size];
+  __shared__ V stages[Warps][stage_size];
   const int lane = static_cast<int>(threadIdx.x % warp_size);
   const std::int64_t warps = grid_stride() / warp_size;
   for (std::int64_t t = first_index() / warp_size; t < g.complete; t += warps) {
@@ -200,21 +220,21 @@ __global__ void __launch_bounds__(block_threads)
     V sum = 0, red = 0;
     bool started = false;
     const std::int64_t base = t * g.T + lane;
-    for (int j0 = 0; j0 < g.sigma; j0 += batch) {
-      std::int32_t c[batch];
-      V v[batch], xv[batch];
+    for (int j0 = 0; j0 < g.sigma; j0 += batch<Stage>) {
+      std::int32_t c[batch<Stage>];
+      V v[batch<Stage>], xv[batch<Stage>];
 #pragma unroll
-      for (int b = 0; b < batch; ++b)
+      for (int b = 0; b < batch<Stage>; ++b)
         if (j0 + b < g.sigma) {
           const std::int64_t k = base + static_cast<std::int64_t>(j0 + b) * warp_size;
           c[b] = g.col_idx[k];
           v[b] = val[k];
         }
 #pragma unroll
-      for (int b = 0; b < batch; ++b)
+      for (int b = 0; b < batch<Stage>; ++b)
         if (j0 + b < g.sigma) xv[b] = x[c[b]];
 #pragma unroll
-      for (int b = 0; b < batch; ++b) {
+      for (int b = 0; b < batch<Stage>; ++b) {
         const int j = j0 + b;
         if (j >= g.sigma) break;
         if ((flags >> j) & 1) {
@@ -348,13 +368,16 @@ void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V
   V* last_sum = reinterpret_cast<V*>(scratch + sums);
   auto* last_row = reinterpret_cast<std::int32_t*>(scratch + 2 * sums);
   if (g.omega == warp_size) {
-    const unsigned blocks = launch_blocks(g.complete * warp_size, block_threads);
+    const auto launch = [&](auto kernel, int warps) {
+      kernel<<<launch_blocks(g.complete, warps), warps * warp_size, 0, s>>>(g, a.values.data(), alpha, x, beta, y,
+                                                                            first_sum, last_sum, last_row);
+    };
     if (g.sigma <= stage_sigma && 2 * g.nnz < static_cast<std::int64_t>(g.sigma) * g.rows)
-      warp_per_tile<V, true><<<blocks, block_threads, 0, s>>>(g, a.values.data(), alpha, x, beta, y, first_sum,
-                                                              last_sum, last_row);
+      launch(warp_per_tile<V, true, 8>, 8);
+    else if (tile_block_warps(g.sigma) == 24)
+      launch(warp_per_tile<V, false, 24>, 24);
     else
-      warp_per_tile<V, false><<<blocks, block_threads, 0, s>>>(g, a.values.data(), alpha, x, beta, y, first_sum,
-                                                               last_sum, last_row);
+      launch(warp_per_tile<V, false, 8>, 8);
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 warp-per-tile kernel");
   } else {
     thread_per_tile<V><<<launch_blocks(g.complete, block_threads), block_threads, 0, s>>>(
