@@ -55,11 +55,15 @@ constexpr int batch = Stage ? 2 : 3;
 // the gathers of x then hit L1 more often and move fewer sectors through L2, which bounds
 // them. Nsight Compute, ca-AstroPh replicated (stop 34, device call 3): L2 at 96% of its peak
 // throughput with 8-warp blocks and L1 hitting 17% of the sectors; 16-warp blocks, 30%, 113M
-// -> 96M L2 sectors read, 636 -> 531 us. In the replicated set (call 3, 24-warp blocks against
-// 8): ca-AstroPh 0.94x -> 1.30x cuSPARSE; the other tiles of 16 entries a lane and more
-// (Groebner_id2003_aug, bcsstk13, bcsstk33, fidapex6, lp_ship04l, n1024-l1,
-// sparse-images-1024_subset) within 0% to -2%; shorter tiles lost up to 8% (arrow; not
-// profiled), so they keep blocks of 8.
+// -> 96M L2 sectors read, 636 -> 531 us. 24-warp blocks against 8 on the replicated set
+// (H200, double, device call 5, both in one call): ca-AstroPh (sigma 21) 0.94x -> 1.30x
+// cuSPARSE; tiles of sigma 30 and 32 (Groebner_id2003_aug, bcsstk13, bcsstk33, fidapex6,
+// n1024-l1, sparse-images-1024_subset) +0.5% to -2.5%, the stencil (sigma 26) -2.2%; tiles of
+// sigma 16 -1% to -5% (bayer10, hangGlider_2, memplus, rajat01, test_FW_2003 3-5%; not
+// profiled); 1.233x in geometric mean either way, but no matrix below 1.07x. In call 3, tiles
+// of sigma 8 lost up to 8%, so they keep blocks of 8. Starting the larger blocks above sigma
+// 16 instead would keep the sigma-16 matrices' speed (about 1.25x in geometric mean by call
+// 5's figures); not yet measured.
 constexpr int tile_block_warps(int sigma) { return sigma >= 16 ? 24 : 8; }
 
 // What the kernels read of the format, by value.
