@@ -279,7 +279,7 @@ TEST(GpuCooSpmv, RowPiecesAcrossLanesTilesAndPartialTiles) {
       {"rows of 0-300 among empty rows",
        make(70000, 20011, [](std::int64_t r) { return r % 100 == 0 ? (r * 7919) % 301 : 0; })},
       // Runs of rows of 5-12 tiles, each walked partly by its warp (coo_join_parts), several
-      // in one warp's 32 tiles, ending at every lane.
+      // in one warp's 32 tiles, ending at various lanes.
       {"runs of long rows among rows of 0-1",
        make(300000, 30011, [](std::int64_t r) { return r % 6000 < 10 ? 600 + (r * 97) % 900 : r % 2; })},
   };
