@@ -61,10 +61,12 @@ constexpr int batch = Stage ? 2 : 3;
 // n1024-l1, sparse-images-1024_subset) +0.5% to -2.5%, the stencil (sigma 26) -2.2%; tiles of
 // sigma 16 -1% to -5% (bayer10, hangGlider_2, memplus, rajat01, test_FW_2003 3-5%; not
 // profiled); 1.233x in geometric mean either way, but no matrix below 1.07x. In call 3, tiles
-// of sigma 8 lost up to 8%, so they keep blocks of 8. Starting the larger blocks above sigma
-// 16 instead would keep the sigma-16 matrices' speed (about 1.25x in geometric mean by call
-// 5's figures); not yet measured.
-constexpr int tile_block_warps(int sigma) { return sigma >= 16 ? 24 : 8; }
+// of sigma 8 lost up to 8%, so they keep blocks of 8. Hence the larger blocks only above sigma
+// 16: 1.233x -> 1.247x and 1.248x (83.4% -> 84.3% and 84.7% of the copy bandwidth; bayer10,
+// memplus, rajat01, test_FW_2003 +4-5%, no matrix moving down by more than 0.5%), stencil
+// 1.302x -> 1.296x (its sigma, 26, takes 24-warp blocks either way; stop 35 device call 1,
+// both rules twice in one call).
+constexpr int tile_block_warps(int sigma) { return sigma > 16 ? 24 : 8; }
 
 // What the kernels read of the format, by value.
 struct view {
