@@ -872,10 +872,14 @@ struct heads_in_word {
 // block_no is scanned by word of head: 4 positions a count, a quarter of the writes and reads
 // of a count per position (the scan over the 224M positions of the 27-point stencil took
 // 0.60 ms, the whole CSR -> MBR 6.3; Nsight Compute, H100).
+// head and place are padded to a multiple of this many positions, for the 16-byte loads of the
+// MBR converter's last pass (csr_to_mbr.cu).
+constexpr std::int64_t padded_positions = 16;
+
 struct block_order {
   device_array<std::uint8_t> head;   // 1 where the entry opens its block; 0 in the padding to
-                                     // a multiple of 4 positions
-  device_array<std::uint8_t> place;  // i*c + j inside its block
+                                     // a multiple of padded_positions
+  device_array<std::uint8_t> place;  // i*c + j inside its block (padded as head, the padding unset)
   device_array<I> head_col;          // the block's column, written at heads only
   device_array<I> block_no;          // heads in [0, 4w + 3]: see block_number
 };
@@ -894,13 +898,14 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
   const std::int64_t nnz = a.nnz(), mb = (a.rows + r - 1) / r;
   block_order o;
   if (nnz > 0) {
-    // Whole words of head flags (block_number; device allocations are aligned to far more than
-    // 4 bytes), the padding holding no heads.
+    // Whole words of head flags (block_number) and whole chunks of 16 (device allocations are
+    // aligned to far more than 16 bytes), the padding holding no heads.
     const std::int64_t words = (nnz + 3) / 4;
-    o.head.resize(4 * words);
-    if (4 * words > nnz)
-      check_cuda(cudaMemsetAsync(o.head.data() + nnz, 0, 4 * words - nnz, s), who + ": clearing the flags' padding");
-    o.place.resize(nnz);
+    const std::int64_t padded = (nnz + padded_positions - 1) / padded_positions * padded_positions;
+    o.head.resize(padded);
+    if (padded > nnz)
+      check_cuda(cudaMemsetAsync(o.head.data() + nnz, 0, padded - nnz, s), who + ": clearing the flags' padding");
+    o.place.resize(padded);
     o.head_col.resize(nnz);
     o.block_no.resize(nnz);
     const I* row_ptr = a.row_ptr.data();

@@ -5,15 +5,17 @@
 // straight to its MBR position, value_ptr[br] = row_ptr[br * r] (block rows cover
 // consecutive rows) and block_row_ptr from the block numbers. Then each block's column and
 // bitmap (the OR of its entries' bits, stored little-endian in bitmap_bytes bytes) are written
-// by the lane of its last entry, the bits gathered across the lanes of a warp.
+// by the thread holding its head, which walks the block's positions.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "convert/cpu/mbr.hpp"
 #include "convert/gpu/block_rows.cuh"
 #include "convert/gpu/mbr.hpp"
+#include "convert/gpu/mbr_rows.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 
@@ -22,152 +24,118 @@ namespace {
 
 using I = std::int32_t;
 
-// Each block's bitmap, written by the lane holding the block's last position, and its column,
-// by the lane holding its head. A warp takes a tile of tile_positions consecutive positions,
-// step_positions a step, lane_positions consecutive ones a lane (two 4-byte loads: the heads
-// and the bits). A block's entries are consecutive (up to the next head), so the lane ORs its
-// own positions' bits from its last head on, and one segmented OR over the lanes (by shuffles),
-// with the bits carried from the step before for a block begun there, completes each lane's
-// open block: one scan per 128 positions. A scan per 32 positions (a position a lane) kept the
-// multiprocessors 84% busy in this pass (Nsight Compute, H100, the replicated set at 100M
-// entries); this form took CSR -> MBR from 7.28 to 7.06 SpMV-times there (geometric mean, both
-// binaries in one device call: spconv bench --formats mbr). The tile's positions before its
-// first head belong to a block the previous tile's warp finishes: its last block runs on past
-// the tile, at most r*c <= 64 positions, up to the next head. Every bitmap is written once, by
-// one store where the array is aligned to bitmap_bytes (1, 2, 4 or 8: then so is every bitmap).
-// A step's flags and the block number of each lane's last position (the lane's others follow
-// by counting its heads) are loaded a step ahead, and the heads' columns before the scan, so
-// that no load waits behind the scan's shuffles: loading block_no and head_col at each store
-// held 75% of this pass's stalls on the 27-point stencil (Nsight Compute, H100, 2.12 ms).
-constexpr int lane_positions = 4;
-constexpr std::int64_t step_positions = 32 * lane_positions;
-constexpr std::int64_t tile_positions = 8 * step_positions;
+// Each block's column and bitmap (the OR of its entries' bits, in the bitmap's own word M). A
+// thread takes a chunk of chunk_positions consecutive positions (16-byte loads of their heads
+// and bits, coalesced over the warp), and the thread holding a block's head finishes it: the
+// blocks that begin and end in its chunk in one pass over the chunk, the last one begun there
+// by walking on through the chunks after it up to the next head (a block spans at most
+// r*c <= 64 positions, so at most 4 more chunks), which the threads beside it have just
+// loaded. A chunk without a head lies inside a block begun before it. The blocks begun in a
+// warp's chunks are consecutive: their bitmaps and heads' positions go to the warp's share of
+// shared memory, and the warp then writes the blocks' bitmaps and columns in order, coalesced.
+// Stop 34's form (a warp per 128 positions, 4 a lane, the lanes' bits joined by a segmented OR
+// over the warp by shuffles) took 0.47-0.63 ms per 100M entries whatever the matrix, at 67-90%
+// of the multiprocessors' throughput: 18% of CSR -> MBR on the replicated set (Nsight Compute,
+// H200, stop 35 device call 1). This one takes 0.22-0.35 ms (call 4: Groebner_id2003_aug 0.54
+// -> 0.32 ms, bcsstk13 0.54 -> 0.35, ca-AstroPh 0.63 -> 0.32). Where each thread stored its
+// own blocks (a chunk apart: a warp's store touched 4 times the sectors), graph-like matrices
+// of 1-byte bitmaps lost as much as the others gained (bcspwr10 5.63 -> 6.92 SpMV-times,
+// ca-AstroPh 4.89 -> 6.32; call 2), and with the heads' columns loaded one at a time in the
+// warp's writing loop, ca-AstroPh's pass took 0.59 ms (call 3).
+constexpr int chunk_positions = static_cast<int>(block_rows::padded_positions);  // head, bit: whole chunks
+constexpr int tile_positions = 32 * chunk_positions;                              // a warp's
 
-// At most 64 registers, 4 blocks of 8 warps: 68 without the bound (3 blocks) measured no
-// better (stencil 5.05 against 5.09 SpMV-times, replicated set 6.35 against 6.32).
-__global__ void __launch_bounds__(block_rows::threads, 4)
-    write_blocks(std::int64_t nnz, const std::uint8_t* head, const std::uint8_t* bit, const I* head_col,
-                 const I* block_no, int w, I* block_col, std::uint8_t* bitmaps) {
-  constexpr unsigned full_warp = 0xffffffffu;
+// Bit q: byte q of a word of head flags (bytes 0 or 1) is set. The product moves byte q's
+// bit to bit 21 + q, each bit from one of its four terms and without carries.
+__device__ __forceinline__ unsigned flags_of(std::uint32_t word) { return (word * 0x00204081u) >> 21 & 0xfu; }
+__device__ __forceinline__ unsigned chunk_heads(const uint4& h) {
+  return flags_of(h.x) | flags_of(h.y) << 4 | flags_of(h.z) << 8 | flags_of(h.w) << 12;
+}
+// Byte q of a chunk (q is a constant once the loops over a chunk are unrolled).
+__device__ __forceinline__ unsigned chunk_byte(const uint4& v, int q) {
+  const std::uint32_t word = q < 4 ? v.x : q < 8 ? v.y : q < 12 ? v.z : v.w;
+  return word >> (8 * (q % 4)) & 0xffu;
+}
+
+// head and bit come padded to whole chunks (block_order), the padding holding no heads.
+template <class M>
+__global__ void __launch_bounds__(block_rows::threads)
+    write_blocks(std::int64_t nnz, const std::uint8_t* __restrict__ head, const std::uint8_t* __restrict__ bit,
+                 const I* __restrict__ head_col, const I* __restrict__ block_no, I* __restrict__ block_col,
+                 M* __restrict__ bitmaps) {
+  // The bits as one word: 32 of them unless the bitmap has 8 bytes (r*c <= 32 otherwise).
+  using W = std::conditional_t<sizeof(M) == 8, std::uint64_t, std::uint32_t>;
+  // The warp's blocks, by number from the first begun in its tile: bitmap, and head's position
+  // in the tile.
+  __shared__ M tile_maps[block_rows::warps_per_block][tile_positions];
+  __shared__ std::uint16_t tile_heads[block_rows::warps_per_block][tile_positions];
+  M* const maps = tile_maps[threadIdx.x / 32];
+  std::uint16_t* const heads_in_tile = tile_heads[threadIdx.x / 32];
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const bool words = (reinterpret_cast<std::uintptr_t>(head) | reinterpret_cast<std::uintptr_t>(bit)) % 4 == 0;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(bitmaps) % w == 0;
-  const auto store = [&](std::int64_t b, std::uint64_t map) {
-    if (!aligned) {
-      for (int byte = 0; byte < w; ++byte) bitmaps[b * w + byte] = static_cast<std::uint8_t>(map >> (8 * byte));
-      return;
-    }
-    switch (w) {
-      case 1: bitmaps[b] = static_cast<std::uint8_t>(map); break;
-      case 2: reinterpret_cast<std::uint16_t*>(bitmaps)[b] = static_cast<std::uint16_t>(map); break;
-      case 4: reinterpret_cast<std::uint32_t*>(bitmaps)[b] = static_cast<std::uint32_t>(map); break;
-      default: reinterpret_cast<std::uint64_t*>(bitmaps)[b] = map; break;
-    }
-  };
-  // A step's loads, issued a step ahead: byte q of heads / bits is position p0 + q's
-  // head flag and bit, last_block the block number (block_no) of the lane's last position
-  // before nnz. Positions past nnz count as heads (of nothing), so that the last entry ends its
-  // block.
-  struct step_loads {
-    std::uint32_t heads = 0x01010101u, bits = 0;
-    I last_block = 0;
-  };
-  const auto load_step = [&](std::int64_t s0) {
-    step_loads d;
-    const std::int64_t p0 = s0 + lane_positions * lane;
-    if (p0 >= nnz) return d;
-    if (words && p0 + lane_positions <= nnz) {
-      d.heads = *reinterpret_cast<const std::uint32_t*>(head + p0);
-      d.bits = *reinterpret_cast<const std::uint32_t*>(bit + p0);
-    } else {
-      for (int q = 0; q < lane_positions && p0 + q < nnz; ++q) {
-        d.heads = (d.heads & ~(0xffu << (8 * q))) | std::uint32_t{head[p0 + q]} << (8 * q);
-        d.bits |= std::uint32_t{bit[p0 + q]} << (8 * q);
-      }
-    }
-    d.last_block = block_no[p0 / lane_positions];  // the word's count: no heads in its padding
-    return d;
-  };
+  const auto* heads_at = reinterpret_cast<const uint4*>(head);
+  const auto* bits_at = reinterpret_cast<const uint4*>(bit);
+  const std::int64_t chunks = (nnz + chunk_positions - 1) / chunk_positions;
   for (std::int64_t tile = first_index() / 32; tile * tile_positions < nnz; tile += grid_stride() / 32) {
-    const std::int64_t end = min((tile + 1) * tile_positions, nnz);
-    std::uint64_t carry = 0;  // the bits so far of the block open at the step's start
-    bool open = false;        // whether that block is this warp's (its head lies in this tile)
-    step_loads next = load_step(tile * tile_positions);
-    for (std::int64_t s0 = tile * tile_positions; s0 < nnz; s0 += step_positions) {
-      if (s0 >= end && !open) break;  // past the tile only the open block is finished
-      const std::int64_t p0 = s0 + lane_positions * lane;
-      const std::uint32_t heads = next.heads, bits = next.bits;
-      const I last_block = next.last_block;
-      next = load_step(s0 + step_positions);
-      // The columns of the heads this warp owns (those of the tile: a head's block is the
-      // warp that holds it), loaded now so that their latency passes under the scan below.
-      I cols[lane_positions];
-#pragma unroll
-      for (int q = 0; q < lane_positions; ++q)
-        cols[q] = s0 < end && p0 + q < nnz && ((heads >> (8 * q)) & 0xffu) != 0 ? head_col[p0 + q] : 0;
-      // The head flag after the lane's last position: the next lane's first, or past the step.
-      std::uint32_t after = __shfl_down_sync(full_warp, heads & 0xffu, 1);
-      const std::uint32_t next_first = __shfl_sync(full_warp, next.heads & 0xffu, 0);
-      if (lane == 31) after = next_first;
-      // The lane's own OR from its last head on, at each of its positions.
-      std::uint64_t own[lane_positions];
-      unsigned seen = 0;  // bit q: a head at or before position q within the lane
-      std::uint64_t acc = 0;
-#pragma unroll
-      for (int q = 0; q < lane_positions; ++q) {
-        const bool h = ((heads >> (8 * q)) & 0xffu) != 0;
-        if (h) acc = 0;
-        if (p0 + q < nnz) acc |= std::uint64_t{1} << ((bits >> (8 * q)) & 63u);
-        own[q] = acc;
-        seen |= (h ? 1u : 0u) << q;
-        seen |= (seen & (1u << q)) << 1;  // carried to q + 1
-      }
-      seen &= (1u << lane_positions) - 1u;
-      // Bit q: a head at position p0 + q < nnz (those past nnz hold no block number).
-      unsigned heads_in_lane = 0;
-#pragma unroll
-      for (int q = 0; q < lane_positions; ++q)
-        heads_in_lane |= (p0 + q < nnz && ((heads >> (8 * q)) & 0xffu) != 0 ? 1u : 0u) << q;
-      // Segmented OR over the lanes: after the step of d, v holds the bits of the lanes
-      // (lane - 2d, lane] from the last head at or before the lane's end, f whether one lies there.
-      std::uint64_t v = acc;
-      bool f = seen != 0;
-      for (int d = 1; d < 32; d *= 2) {
-        const std::uint64_t ov = __shfl_up_sync(full_warp, v, d);
-        const bool of = __shfl_up_sync(full_warp, f ? 1 : 0, d) != 0;
-        if (lane >= d && !f) {
-          v |= ov;
-          f = of;
-        }
-      }
-      // What reaches the lane's first position: the lanes before it, and the carried bits where
-      // no head lies in the step before the lane.
-      const std::uint64_t v_before = __shfl_up_sync(full_warp, v, 1);
-      const int f_up = __shfl_up_sync(full_warp, f ? 1 : 0, 1);  // every lane shuffles, lane 0 too
-      const bool f_before = lane > 0 && f_up != 0;
-      const std::uint64_t incoming = (lane > 0 ? v_before : 0) | (f_before ? 0 : carry);
-      bool owned_last = false;  // for the step's last position: whether its block is this warp's
-#pragma unroll
-      for (int q = 0; q < lane_positions; ++q) {
-        const std::int64_t p = p0 + q;
-        const bool from_before = !f_before && (seen & (1u << q)) == 0;
-        const bool owned = from_before ? open : s0 < end;
-        const bool h = ((heads >> (8 * q)) & 0xffu) != 0;
-        const bool last = (q + 1 < lane_positions ? (heads >> (8 * (q + 1))) & 0xffu : after) != 0;
-        if (p < nnz && owned) {
-          // Position p's block number: the lane's last one less the heads after p in the lane.
-          const unsigned later = static_cast<unsigned>(__popc(heads_in_lane >> (q + 1)));
-          const I b = last_block - static_cast<I>(later) - 1;
-          if (h) block_col[b] = cols[q];
-          if (last) store(b, own[q] | ((seen & (1u << q)) != 0 ? 0 : incoming));
-        }
-        if (q + 1 == lane_positions) owned_last = p < nnz && owned && !last;
-      }
-      // The block open after the step: lane 31's last position's, unless it ends there.
-      open = __shfl_sync(full_warp, owned_last ? 1 : 0, 31) != 0;
-      const std::uint64_t v31 = __shfl_sync(full_warp, v, 31);
-      carry = __shfl_sync(full_warp, f ? 1 : 0, 31) != 0 ? v31 : v31 | carry;
+    const std::int64_t g = tile * 32 + lane, p0 = g * chunk_positions;
+    // The blocks begun before the tile (block_no counts the heads up to the end of each 4-byte
+    // word of flags), loaded first so that its latency passes under the work below.
+    const I first = tile == 0 ? 0 : block_no[tile * (tile_positions / 4) - 1];
+    const unsigned heads = g < chunks ? chunk_heads(heads_at[g]) : 0u;  // the padding holds none
+    // The blocks begun in the tile before the lane's chunk: the heads of the lanes before it.
+    int before = __popc(heads);
+    for (int d = 1; d < 32; d *= 2) {
+      const int other = __shfl_up_sync(block_rows::full_warp, before, d);
+      if (lane >= d) before += other;
     }
+    const int begun = __shfl_sync(block_rows::full_warp, before, 31);
+    before -= __popc(heads);
+    if (heads != 0) {
+      const uint4 bits = bits_at[g];
+      int b = before - 1;  // the block open, by number in the tile
+      W acc = 0;
+#pragma unroll
+      for (int q = 0; q < chunk_positions; ++q) {
+        if ((heads >> q) & 1u) {
+          if (b >= before) maps[b] = static_cast<M>(acc);
+          acc = 0;
+          ++b;
+          heads_in_tile[b] = static_cast<std::uint16_t>(lane * chunk_positions + q);
+        }
+        if (b >= before && p0 + q < nnz) acc |= W{1} << chunk_byte(bits, q);
+      }
+      // The chunk's last block runs on to the next head, or to nnz.
+      for (std::int64_t k = g + 1; k * chunk_positions < nnz; ++k) {
+        const unsigned next = chunk_heads(heads_at[k]);
+        const uint4 more = bits_at[k];
+        const std::int64_t end = min(std::int64_t{next != 0 ? __ffs(static_cast<int>(next)) - 1 : chunk_positions},
+                                     nnz - k * chunk_positions);
+#pragma unroll
+        for (int q = 0; q < chunk_positions; ++q)
+          if (q < end) acc |= W{1} << chunk_byte(more, q);
+        if (end < chunk_positions) break;
+      }
+      maps[b] = static_cast<M>(acc);
+    }
+    __syncwarp();
+    // Four blocks a lane at a time, their columns' loads issued together: graph-like matrices
+    // begin hundreds of blocks in a tile.
+    for (int i0 = 0; i0 < begun; i0 += 4 * 32) {
+      I cols[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + 32 * u + lane;
+        if (i < begun) cols[u] = head_col[tile * tile_positions + heads_in_tile[i]];
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + 32 * u + lane;
+        if (i < begun) {
+          bitmaps[first + i] = maps[i];
+          block_col[first + i] = cols[u];
+        }
+      }
+    }
+    __syncwarp();  // the next tile's blocks overwrite these
   }
 }
 
@@ -203,10 +171,15 @@ mbr<V, I, device> csr_to_mbr(const csr<V, I, device>& a, const mbr_params& resol
   const I blocks = block_rows::read_back(out.block_row_ptr.data() + mb, ctx, who)[0];
   out.block_col_idx.resize(blocks);
   out.bitmaps.resize(static_cast<std::size_t>(blocks) * w);
-  write_blocks<<<launch_blocks((nnz + tile_positions - 1) / tile_positions * 32, block_rows::threads),
-                 block_rows::threads, 0, stream_of(ctx)>>>(
-      nnz, order.head.data(), order.place.data(), order.head_col.data(), order.block_no.data(), w,
-      out.block_col_idx.data(), out.bitmaps.data());
+  // Bitmap b starts at byte b * w of an allocation aligned to far more than w: one word each.
+  with_bitmap_type(w, [&](auto word) {
+    using M = decltype(word);
+    write_blocks<M><<<launch_blocks((nnz + tile_positions - 1) / tile_positions * 32, block_rows::threads),
+                      block_rows::threads, 0, stream_of(ctx)>>>(nnz, order.head.data(), order.place.data(),
+                                                                order.head_col.data(), order.block_no.data(),
+                                                                out.block_col_idx.data(),
+                                                                reinterpret_cast<M*>(out.bitmaps.data()));
+  });
   block_rows::check_launch(who, "writing the blocks");
   ctx.synchronize();
   return out;
