@@ -228,6 +228,19 @@ __global__ void __launch_bounds__(block_threads)
 // windows per tile are mbr_tile_windows' (spmv_mbr.hpp).
 constexpr int tile_threads = 128;  // 4 warps, each with 32 r bytes of slots and 32 (r + 1) sums
 constexpr int tile_warps = tile_threads / warp_size;
+// Blocks a multiprocessor holds at once, as asked of the compiler (__launch_bounds__): 12 (48
+// warps, at most 40 registers) where windows are summed a lane per block and nothing is
+// gathered; elsewhere 0, which leaves the choice to the compiler (no .minnctapersm in the PTX:
+// 40 or 48 registers). H200, double, replicated set (stop 35, device call 2, both beside the
+// compiler's choice everywhere): 12 everywhere took the geometric mean from 0.870x to 0.874x
+// cuSPARSE, the matrices of few values a block 1-5% faster (bayer10 0.865x -> 0.908x, rajat01
+// 0.738x -> 0.765x, memplus 0.860x -> 0.887x), but ca-AstroPh, which gathers, 0.657x -> 0.566x,
+// and the lane-per-run kernels of 8-byte bitmaps (8 x 8 blocks), which spill at 40 registers,
+// moved by -1.3% to +1.3%. Asking
+// for 1 is not the compiler's choice: it took the gathering kernels to 59-62 registers and the
+// lane-per-run ones to 46 (0.858x in all; ca-AstroPh 0.600x).
+template <bool ByBlock, bool Gather>
+constexpr int tile_min_blocks = ByBlock && !Gather ? 12 : 0;
 
 // A lane's block of a window summed by the lane: its set bits in order (sec. III: bit i*c + j
 // is row i, column j; sec. IV-A: find-first-set, then clear-lowest), i.e. its rows in turn, an
@@ -287,7 +300,7 @@ __device__ __forceinline__ void block_sums(W bits, const V* __restrict__ vb, con
 // run by run or block by block (and products may be contracted to FMA), so the result is held
 // to the CSR tolerance, not to the CPU's bits.
 template <class M, int R, class V, bool ByBlock, bool Gather>
-__global__ void __launch_bounds__(tile_threads)
+__global__ void __launch_bounds__(tile_threads, tile_min_blocks<ByBlock, Gather>)
     tile_kernel(tile_split m, int c, unsigned by_c, const I* __restrict__ block_row_ptr,
                 const I* __restrict__ block_col_idx,
                 const M* __restrict__ bitmaps, const I* __restrict__ value_ptr, const V* __restrict__ values,
