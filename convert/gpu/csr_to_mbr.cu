@@ -18,6 +18,7 @@
 #include "convert/gpu/mbr_rows.cuh"
 #include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
+#include "kernels/gpu/search.cuh"
 
 namespace spconv::gpu {
 namespace {
@@ -82,13 +83,8 @@ __global__ void __launch_bounds__(block_rows::threads)
     const I first = tile == 0 ? 0 : block_no[tile * (tile_positions / 4) - 1];
     const unsigned heads = g < chunks ? chunk_heads(heads_at[g]) : 0u;  // the padding holds none
     // The blocks begun in the tile before the lane's chunk: the heads of the lanes before it.
-    int before = __popc(heads);
-    for (int d = 1; d < 32; d *= 2) {
-      const int other = __shfl_up_sync(block_rows::full_warp, before, d);
-      if (lane >= d) before += other;
-    }
-    const int begun = __shfl_sync(block_rows::full_warp, before, 31);
-    before -= __popc(heads);
+    const int own = __popc(heads), through = group_inclusive_sum(own);
+    const int begun = __shfl_sync(block_rows::full_warp, through, 31), before = through - own;
     if (heads != 0) {
       const uint4 bits = bits_at[g];
       int b = before - 1;  // the block open, by number in the tile
