@@ -17,11 +17,14 @@
 // one: the bound seg_offset encodes, here read off a ballot of the lanes' flags.
 //
 // Rows crossing tiles (sec. 8.5.1: "the first and the last segments of a tile need to store
-// to y by atomic add (or a global auxiliary array ...)"): the auxiliary array. Every tile
-// keeps the sums of its first and its last segment aside; a calibrator kernel, a thread per
-// tile, follows each row that starts in its tile through the next tiles whose first row it is
-// (and into the incomplete tile, sec. 8.5.1's CSR-style tail) and writes it once. Every row
-// is thus written by exactly one thread, without atomics, in an order fixed by the format.
+// to y by atomic add (or a global auxiliary array ...)"): by atomic add. The row pass, which
+// runs first, sets the row of each tile's first and last segments to beta*y (plus its entries
+// in the incomplete tile, sec. 8.5.1's CSR-style tail), once, in the tile where the row
+// begins; each tile then adds its first and last segments to their rows atomically and writes
+// every other row once. So the parts of a row that spans tiles are added in whatever order the
+// tiles finish: its bits may differ from run to run, within the CSR reference's tolerance.
+// Up to stop 35 the auxiliary array: a calibrator kernel followed each row through the tiles'
+// kept sums and wrote it once, in an order fixed by the format (see segment_sink for its cost).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -105,37 +108,44 @@ __device__ std::uint64_t get_bits(const std::uint32_t* lane, std::int64_t stride
   return v;
 }
 
-// Segment s of tile t: kept aside if it is the first (it may continue a row from the previous
-// tile) or the last (it may go on into the next one), else a whole row written to y, or, with
-// a stage (warp_per_tile for short rows), to stage[s] for the warp to write out together.
+// Segment s of tile t: the first and the last (their rows may be shared with other tiles) are
+// added to y atomically, the row pass having set their rows to beta*y (rows_outside_tiles);
+// any other segment is a whole row, written to y, or, with a stage (warp_per_tile for short
+// rows), to stage[s] for the warp to write out together. The thesis's calibrator (sec. 8.5.1)
+// instead kept the first and last sums of every tile for a third kernel to carry: 6-37 us of
+// each SpMV on the replicated set, 7% of add32's and bcspwr10's (Nsight Compute, H200, stop
+// 35 device call 3).
 template <class V>
 struct segment_sink {
-  std::int64_t t, row0;
+  std::int64_t row0;
   std::uint32_t last;
   const std::uint32_t* empty_offset;  // null unless the tile spans empty rows
-  V *first_sum, *last_sum, *y;
+  V* y;
   V alpha, beta;
   V* stage = nullptr;
 
   __device__ std::int64_t row_of(std::uint32_t s) const { return row0 + (empty_offset ? empty_offset[s] : s); }
   __device__ void emit(std::uint32_t s, V sum) const {
-    if (s == 0) first_sum[t] = sum;
-    else if (s == last) last_sum[t] = sum;
+    if (s == 0 || s == last) atomicAdd(y + row_of(s), alpha * sum);
+    else if (stage) stage[s] = sum;
+    else finish(y, row_of(s), alpha, sum, beta);
+  }
+  // A segment that ends inside a lane's entries: never the last, which ends with the tile, and
+  // the first is row0. For the staged kernel only: emit there spilled 20 bytes at 40 registers,
+  // this 0, while the unstaged kernel spilled 32 bytes with this and 0 with emit (ptxas).
+  __device__ void emit_inside(std::uint32_t s, V sum) const {
+    if (s == 0) atomicAdd(y + row0, alpha * sum);
     else if (stage) stage[s] = sum;
     else finish(y, row_of(s), alpha, sum, beta);
   }
 };
 
 template <class V>
-__device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t segments, V* first_sum, V* last_sum,
-                                   V* y, V alpha, V beta) {
+__device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t segments, V* y, V alpha, V beta) {
   const std::uint32_t tp = g.tile_ptr[t];
-  return {.t = t,
-          .row0 = tp & csr5_row_mask,
+  return {.row0 = tp & csr5_row_mask,
           .last = segments - 1,
           .empty_offset = (tp & csr5_empty_rows_bit) ? g.offsets + g.offset_ptr[t] : nullptr,
-          .first_sum = first_sum,
-          .last_sum = last_sum,
           .y = y,
           .alpha = alpha,
           .beta = beta};
@@ -149,7 +159,8 @@ __device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t 
 // one entry, an eighth of its time).
 //
 // A row is written here when it is empty or starts in the incomplete tile; a row starting
-// before `tail` and ending after it is the calibrator's.
+// before `tail` and ending after it is set up with the rows of the tiles' first and last
+// segments (below).
 template <class V>
 __device__ __forceinline__ void row_outside_tiles(const view& g, std::int64_t r, const V* val, V alpha, const V* x,
                                                   V beta, V* y) {
@@ -176,14 +187,36 @@ __global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restri
   for (std::int64_t t0 = first_index() / warp_size * warp_size; t0 < tiles; t0 += grid_stride()) {
     const std::int64_t t = t0 + lane;
     long long lo = 0, hi = 0;
+    std::uint32_t tp = 0;
+    std::int64_t r0 = 0, r1 = 0;  // the rows of tile t's first entry and of tile t + 1's
     if (t < tiles) {
-      const std::uint32_t tp = g.tile_ptr[t];
-      const std::int64_t r0 = tp & csr5_row_mask, r1 = g.tile_ptr[t + 1] & csr5_row_mask;
+      tp = g.tile_ptr[t];
+      r0 = tp & csr5_row_mask;
+      r1 = g.tile_ptr[t + 1] & csr5_row_mask;
       lo = t == 0 ? 0 : r0 + 1;
       hi = t < g.complete && (tp & csr5_empty_rows_bit) ? r1 : t == 0 ? r0 : 0;
     }
     warp_for_each_in_ranges(lo, hi > lo ? hi - lo : 0,
                             [&](long long r) { row_outside_tiles(g, r, val, alpha, x, beta, y); });
+    // The rows of complete tile t's first and last segments, which the tile kernel adds to
+    // atomically: each starts as beta*y, plus its entries in the incomplete tile if it reaches
+    // that far, set here before the tile kernel runs, by the one tile where the row begins (its
+    // first entry's tile; a row that begins in an earlier tile is set there).
+    if (t < g.complete) {
+      const std::int64_t start = t * g.T, boundary = start + g.T, tail = g.complete * g.T;
+      const auto set_shared = [&](std::int64_t r) {
+        V sum = 0;
+        for (std::int64_t k = tail, end = g.row_ptr[r + 1]; k < end; ++k) sum += val[k] * x[g.col_idx[k]];
+        finish(y, r, alpha, sum, beta);
+      };
+      if (g.row_ptr[r0] == start) set_shared(r0);
+      // The row of the tile's last entry: r1 where that row began before the boundary, else the
+      // last row before r1 that holds an entry (r1 - 1 unless the tile spans empty rows).
+      std::int64_t last = r1;
+      if (boundary == g.nnz || g.row_ptr[r1] == boundary)
+        last = (tp & csr5_empty_rows_bit) ? upper_bound(g.row_ptr, r0, r1, boundary - 1) - 1 : r1 - 1;
+      if (last != r0) set_shared(last);
+    }
   }
 }
 
@@ -202,8 +235,7 @@ constexpr int stage_sigma = 8;
 // omega = 32: a warp per tile (Algorithm 32).
 template <class V, bool Stage, int Warps>
 __global__ void __launch_bounds__(Warps * 32, tile_sm_warps / Warps)
-    warp_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y, V* first_sum,
-                  V* last_sum, std::int32_t* last_row) {
+    warp_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y) {
   constexpr int stage_size = Stage ? warp_size * stage_sigma : 1;
   __shared__ V stages[Warps][stage_size];
   const int lane = static_cast<int>(threadIdx.x % warp_size);
@@ -216,7 +248,7 @@ __global__ void __launch_bounds__(Warps * 32, tile_sm_warps / Warps)
     const std::uint64_t flags = field(lo, hi, g.flag_pos, g.sigma);
     std::uint32_t seg = static_cast<std::uint32_t>(field(lo, hi, 0, g.y_bits));  // y_offset
     const std::uint32_t segments = __shfl_sync(0xffffffffu, seg + __popcll(flags), warp_size - 1);
-    segment_sink<V> out = sink_of(g, t, segments, first_sum, last_sum, y, alpha, beta);
+    segment_sink<V> out = sink_of(g, t, segments, y, alpha, beta);
     if constexpr (Stage) out.stage = stages[threadIdx.x / warp_size];
 
     // Algorithm 32 lines 5-21, over the lane's sigma entries in batches: a batch's column and
@@ -244,7 +276,10 @@ __global__ void __launch_bounds__(Warps * 32, tile_sm_warps / Warps)
         const int j = j0 + b;
         if (j >= g.sigma) break;
         if ((flags >> j) & 1) {
-          if (started) out.emit(seg++, sum);  // a green segment ends
+          if (started) {  // a green segment ends
+            if constexpr (Stage) out.emit_inside(seg++, sum);
+            else out.emit(seg++, sum);
+          }
           else red = sum;                     // the red sub-segment ends (lane 0 starts sealed)
           started = true;
           sum = 0;
@@ -267,7 +302,6 @@ __global__ void __launch_bounds__(Warps * 32, tile_sm_warps / Warps)
       if (lane + d2 <= end) tmp += other;
     }
     if (flags) out.emit(seg, blue + tmp);  // lines 23-26
-    if (lane == 0) last_row[t] = segments == 1 ? -1 : static_cast<std::int32_t>(out.row_of(segments - 1));
     if constexpr (Stage) {
       // segments is the same in every lane, so the whole warp reaches both barriers.
       __syncwarp();
@@ -282,14 +316,14 @@ __global__ void __launch_bounds__(Warps * 32, tile_sm_warps / Warps)
 // sigma - 1 of the tile, so walking the lanes in order is walking the tile in CSR order, and
 // every flag after the first closes a segment.
 template <class V>
-__global__ void thread_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y,
-                                V* first_sum, V* last_sum, std::int32_t* last_row) {
+__global__ void thread_per_tile(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta,
+                                V* y) {
   for (std::int64_t t = first_index(); t < g.complete; t += grid_stride()) {
     const std::uint32_t* desc = g.tile_desc + t * g.words * g.omega;
     const std::uint32_t* last_lane = desc + g.omega - 1;
     const std::uint32_t segments = static_cast<std::uint32_t>(
         get_bits(last_lane, g.omega, 0, g.y_bits) + __popcll(get_bits(last_lane, g.omega, g.flag_pos, g.sigma)));
-    const segment_sink<V> out = sink_of(g, t, segments, first_sum, last_sum, y, alpha, beta);
+    const segment_sink<V> out = sink_of(g, t, segments, y, alpha, beta);
     V sum = 0;
     std::uint32_t seg = 0;
     for (int i = 0; i < g.omega; ++i) {
@@ -304,28 +338,6 @@ __global__ void thread_per_tile(view g, const V* __restrict__ val, V alpha, cons
       }
     }
     out.emit(seg, sum);
-    last_row[t] = segments == 1 ? -1 : static_cast<std::int32_t>(out.row_of(segments - 1));
-  }
-}
-
-// The calibrator: a row whose first segment lies in tile t (as the tile's first segment,
-// starting at the tile's first entry, or as its last segment) is carried by tile t's thread
-// through the following tiles that begin inside it (their first segments), then into the
-// incomplete tile if that begins inside it too, and written once.
-template <class V>
-__global__ void calibrate(view g, const V* __restrict__ val, V alpha, const V* __restrict__ x, V beta, V* y,
-                          const V* first_sum, const V* last_sum, const std::int32_t* last_row) {
-  const std::int64_t tail = g.complete * g.T;
-  auto carry = [&](std::int64_t r, V acc, std::int64_t u) {
-    for (; u < g.complete && (g.tile_ptr[u] & csr5_row_mask) == r; ++u) acc += first_sum[u];
-    if (u == g.complete && tail < g.nnz && (g.tile_ptr[u] & csr5_row_mask) == r)
-      for (std::int64_t k = tail, end = g.row_ptr[r + 1]; k < end; ++k) acc += val[k] * x[g.col_idx[k]];
-    finish(y, r, alpha, acc, beta);
-  };
-  for (std::int64_t t = first_index(); t < g.complete; t += grid_stride()) {
-    const std::int64_t r0 = g.tile_ptr[t] & csr5_row_mask;
-    if (g.row_ptr[r0] == t * g.T) carry(r0, first_sum[t], t + 1);
-    if (last_row[t] >= 0) carry(last_row[t], last_sum[t], t + 1);
   }
 }
 
@@ -366,17 +378,9 @@ void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V
       g, tiles, a.values.data(), alpha, x, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 row pass");
   if (g.complete == 0) return;
-
-  // The calibrator array: per tile the first and last segment's sums and the last one's row.
-  const std::size_t sums = round_up(static_cast<std::size_t>(g.complete) * sizeof(V));
-  auto* scratch = static_cast<unsigned char*>(ctx.workspace(2 * sums + g.complete * sizeof(std::int32_t)));
-  V* first_sum = reinterpret_cast<V*>(scratch);
-  V* last_sum = reinterpret_cast<V*>(scratch + sums);
-  auto* last_row = reinterpret_cast<std::int32_t*>(scratch + 2 * sums);
   if (g.omega == warp_size) {
     const auto launch = [&](auto kernel, int warps) {
-      kernel<<<launch_blocks(g.complete, warps), warps * warp_size, 0, s>>>(g, a.values.data(), alpha, x, beta, y,
-                                                                            first_sum, last_sum, last_row);
+      kernel<<<launch_blocks(g.complete, warps), warps * warp_size, 0, s>>>(g, a.values.data(), alpha, x, beta, y);
     };
     if (g.sigma <= stage_sigma && 2 * g.nnz < static_cast<std::int64_t>(g.sigma) * g.rows)
       launch(warp_per_tile<V, true, 8>, 8);
@@ -387,12 +391,9 @@ void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 warp-per-tile kernel");
   } else {
     thread_per_tile<V><<<launch_blocks(g.complete, block_threads), block_threads, 0, s>>>(
-        g, a.values.data(), alpha, x, beta, y, first_sum, last_sum, last_row);
+        g, a.values.data(), alpha, x, beta, y);
     check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 thread-per-tile kernel");
   }
-  calibrate<V><<<launch_blocks(g.complete, block_threads), block_threads, 0, s>>>(g, a.values.data(), alpha, x, beta,
-                                                                                  y, first_sum, last_sum, last_row);
-  check_cuda(cudaGetLastError(), "gpu::spmv: launching the csr5 calibrator");
 }
 
 #define SPCONV_INST(V) \

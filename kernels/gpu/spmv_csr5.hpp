@@ -16,9 +16,10 @@ namespace spconv::gpu {
 // per tile column, the red/green/blue segmented sum of Algorithm 32 with the sub-segments
 // joined by a segmented suffix sum over the warp's shuffles. Other widths (files tuned for a
 // CPU, omega 4 or 8, or any omega in [1, 64]): one thread per tile walks its lanes in CSR
-// order. In both, the first and the last segment of every tile are kept aside in a
-// calibrator array and a second kernel joins the rows that cross tiles and the incomplete
-// last tile; rows starting in the incomplete tile and empty rows are done by a thread per row.
+// order. In both, the first and the last segment of every tile are added to y atomically,
+// their rows set to beta*y (plus their entries in the incomplete last tile) by a row pass that
+// runs first; rows starting in the incomplete tile and empty rows are done there by a thread
+// per row. Two launches, no workspace; rows spanning tiles are summed in no fixed order.
 template <class V>
 void spmv(const csr5<V, std::int32_t, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx);
 
