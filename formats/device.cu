@@ -181,14 +181,16 @@ struct gpu_context::impl {
   device_buffer work;
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
+  void* back = nullptr;  // copy_back's area, and the event after its last copy
+  cudaEvent_t back_done = nullptr;
 
   ~impl() {
     work.release();
-    if (pinned) {
-      // Copies queued on the stream may still read it.
-      if (stream) cudaStreamSynchronize(stream);
-      cudaFreeHost(pinned);
-    }
+    // Copies queued on the stream may still use the pinned blocks.
+    if ((pinned || back) && stream) cudaStreamSynchronize(stream);
+    if (pinned) cudaFreeHost(pinned);
+    if (back) cudaFreeHost(back);
+    if (back_done) cudaEventDestroy(back_done);
     if (sparse) cusparseDestroy(sparse);
     if (stream) cudaStreamDestroy(stream);
   }
@@ -235,6 +237,28 @@ void* gpu_context::pinned_staging(std::size_t bytes) {
     p_->pinned_bytes = bytes;
   }
   return p_->pinned;
+}
+
+void gpu_context::copy_back(std::size_t at, const void* from, std::size_t bytes) {
+  if (at + bytes > copy_back_bytes)
+    fail(errc::usage, "gpu_context::copy_back: bytes [" + std::to_string(at) + ", " + std::to_string(at + bytes) +
+                             ") pass the area's " + std::to_string(copy_back_bytes));
+  if (!p_->back) {
+    check_cuda(cudaHostAlloc(&p_->back, copy_back_bytes, cudaHostAllocDefault),
+               "gpu_context: allocating the pinned area for counts read back");
+    check_cuda(cudaEventCreateWithFlags(&p_->back_done, cudaEventDisableTiming),
+               "gpu_context: creating the event for counts read back");
+  }
+  check_cuda(cudaMemcpyAsync(static_cast<unsigned char*>(p_->back) + at, from, bytes, cudaMemcpyDeviceToHost,
+                             p_->stream),
+             "gpu_context: queueing a count's copy back");
+  check_cuda(cudaEventRecord(p_->back_done, p_->stream), "gpu_context: marking a count's copy back");
+}
+
+const void* gpu_context::wait_copies_back() {
+  if (!p_->back) fail(errc::usage, "gpu_context::wait_copies_back: no copy_back was queued");
+  check_cuda(cudaEventSynchronize(p_->back_done), "waiting for counts read back from the GPU");
+  return p_->back;
 }
 
 void gpu_context::synchronize() { check_cuda(cudaStreamSynchronize(p_->stream), "waiting for the GPU stream"); }

@@ -78,6 +78,15 @@ class gpu_context {
   // pins once. Valid until the next pinned_staging() call; grows (after waiting for the
   // stream, whose copies may still read the old block), never shrinks.
   void* pinned_staging(std::size_t bytes);
+  // A small pinned area (copy_back_bytes) for counts read back from the device. copy_back
+  // queues a copy of `bytes` at `from` to byte `at` of it on the stream, as it would a kernel;
+  // wait_copies_back() waits for the copies queued so far, not for the work queued after them,
+  // and returns the area. So a count that sizes the next pass comes back while the device goes
+  // on with the passes queued behind its copy, where synchronize() would leave the device idle
+  // until the host has queued the next pass. Valid until the next copy_back.
+  static constexpr std::size_t copy_back_bytes = 64;
+  void copy_back(std::size_t at, const void* from, std::size_t bytes);
+  const void* wait_copies_back();
   // Waits for everything queued on the stream; errc::device if any of it failed.
   void synchronize();
 

@@ -889,8 +889,11 @@ void check_launch(const std::string& who, const char* what) { check_cuda(cudaGet
 // Orders a's entries into blocks of r x c (r*c <= 256): values to `out` (nnz elements) in block
 // order, the arrays of block_order, the stored zeros counted into *zero_count when given;
 // block_ptr (ceil(rows / r) + 1 elements) and, where given, value_ptr (as many) are written,
-// block_ptr's last element being the number of blocks. Queued on ctx's stream; no wait. A
-// matrix without entries gets its pointers only (all 0). `who` names the conversion in errors.
+// block_ptr's last element being the number of blocks. Queued on ctx's stream; no wait. Where a
+// has entries, the number of blocks and then, where counted, the stored zeros (an I each) are
+// queued to ctx.copy_back before the block pointers: wait_copies_back() has them while the
+// device writes the pointers. A matrix without entries gets its pointers only (all 0). `who`
+// names the conversion in errors.
 template <class V>
 block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I* zero_count, I* block_ptr,
                             I* value_ptr, gpu_context& ctx, const std::string& who) {
@@ -954,6 +957,9 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
                who + ": sizing the block numbering");
     check_cuda(cub::DeviceScan::InclusiveSum(ctx.workspace(bytes), bytes, heads, o.block_no.data(), words, s),
                who + ": numbering the blocks");
+    // The heads of all words: the padding holds none.
+    ctx.copy_back(0, o.block_no.data() + words - 1, sizeof(I));
+    if (zero_count != nullptr) ctx.copy_back(sizeof(I), zero_count, sizeof(I));
   }
   block_row_offsets<<<launch_blocks(mb + 1, threads), threads, 0, s>>>(
       mb, a.row_ptr.data(), a.rows, r, o.block_no.data(), o.head.data(), block_ptr, value_ptr);

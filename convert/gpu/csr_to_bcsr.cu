@@ -117,13 +117,14 @@ bcsr<V, I, device> csr_to_bcsr(const csr<V, I, device>& a, const bcsr_params& re
     return out;
   }
   device_array<V> staged(nnz);
-  device_array<I> counts(2);  // the blocks, the entries whose bits are +0.0
+  device_array<I> counts(2);  // the stored-zero selection's count, the entries whose bits are +0.0
   check_cuda(cudaMemsetAsync(counts.data(), 0, 2 * sizeof(I), s), who + ": clearing the counts");
   const block_rows::block_order order =
       block_rows::order_by_blocks(a, r, c, staged.data(), counts.data() + 1, out.block_ptr.data(), nullptr, ctx, who);
-  copy_on_device(counts.data(), out.block_ptr.data() + mb, 1, ctx, who + ": gathering the counts");
-  // The one wait before the end: the counts size the block arrays and stored_zeros.
-  const auto [nblocks, zeros] = block_rows::read_back<2>(counts.data(), ctx, who);
+  // The one wait before the end: the counts size the block arrays and stored_zeros. It waits for
+  // their copies alone, so the device writes the block pointers meanwhile.
+  const I* back = static_cast<const I*>(ctx.wait_copies_back());
+  const I nblocks = back[0], zeros = back[1];
   const std::int64_t nvalues = nblocks * rc, limit = bcsr_max_values(nnz, a.rows);
   if (nvalues > limit)
     fail(errc::unsupported,

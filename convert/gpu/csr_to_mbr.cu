@@ -163,8 +163,9 @@ mbr<V, I, device> csr_to_mbr(const csr<V, I, device>& a, const mbr_params& resol
     ctx.synchronize();
     return out;
   }
-  // The one wait before the end: the block count sizes the block arrays.
-  const I blocks = block_rows::read_back(out.block_row_ptr.data() + mb, ctx, who)[0];
+  // The one wait before the end: the block count sizes the block arrays. It waits for the
+  // count's copy alone, so the device writes the block pointers meanwhile.
+  const I blocks = static_cast<const I*>(ctx.wait_copies_back())[0];
   out.block_col_idx.resize(blocks);
   out.bitmaps.resize(static_cast<std::size_t>(blocks) * w);
   // Bitmap b starts at byte b * w of an allocation aligned to far more than w: one word each.

@@ -61,6 +61,23 @@ TEST(GpuDevice, ReportsNameAndMemory) {
   test::expect_error([] { device_name(1 << 20); }, errc::device, "device 1048576");
 }
 
+// The counts a converter reads back mid-way (gpu_context::copy_back): each lands at its byte
+// of the pinned area; a copy past the area or a wait with no copy queued is a usage error.
+TEST(GpuDevice, CopiesCountsBackToThePinnedArea) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  test::expect_error([&] { ctx.wait_copies_back(); }, errc::usage, "no copy_back was queued");
+  device_array<std::int32_t> counts(2);
+  const std::vector<std::int32_t> h{7, -3};
+  counts.upload(h.data(), h.size());
+  ctx.copy_back(0, counts.data() + 1, sizeof(std::int32_t));
+  ctx.copy_back(8, counts.data(), sizeof(std::int32_t));
+  const auto* back = static_cast<const std::int32_t*>(ctx.wait_copies_back());
+  EXPECT_EQ(back[0], -3);
+  EXPECT_EQ(back[2], 7);
+  test::expect_error([&] { ctx.copy_back(60, counts.data(), 8); }, errc::usage, "pass the area's 64");
+}
+
 TEST(GpuMemory, DeviceArrayKeepsContentsWhenGrowingAndMoves) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   std::vector<std::int32_t> h(1000);
