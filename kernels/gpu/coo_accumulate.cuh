@@ -10,6 +10,7 @@
 
 #include "formats/device.hpp"
 #include "formats/device_kernel.cuh"
+#include "kernels/gpu/load_evict_first.cuh"
 #include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/search.cuh"
 
@@ -35,8 +36,9 @@ inline bool coo_writes_rows(std::int64_t rows, std::int64_t entries) { return en
 
 // out[k] = p[e0 + k] for k < coo_per_lane. `vector`: the run lies inside the array and p + e0
 // is 16-byte aligned, so it is read as 16-byte words (one or two per array); otherwise element
-// by element, entries at or past n left as they are.
-template <class T>
+// by element, entries at or past n left as they are. EvictFirst: marked evict-first in the L2
+// cache (load_evict_first.cuh, which says where that pays).
+template <bool EvictFirst = false, class T>
 __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e0, std::int64_t n, bool vector,
                                          T (&out)[coo_per_lane]) {
   constexpr int words = coo_per_lane * static_cast<int>(sizeof(T)) / 16;
@@ -45,13 +47,18 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, std::int64_t e
     const uint4* q = reinterpret_cast<const uint4*>(p + e0);
 #pragma unroll
     for (int w = 0; w < words; ++w) {
-      const uint4 word = __ldg(q + w);
+      uint4 word;
+      if constexpr (EvictFirst) word = load_evict_first(q + w);
+      else word = __ldg(q + w);
       std::memcpy(reinterpret_cast<char*>(out) + 16 * w, &word, 16);
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < coo_per_lane; ++k)
-      if (e0 + k < n) out[k] = p[e0 + k];
+    for (int k = 0; k < coo_per_lane; ++k) {
+      if (e0 + k >= n) continue;
+      if constexpr (EvictFirst) out[k] = load_evict_first(p + e0 + k);
+      else out[k] = p[e0 + k];
+    }
   }
 }
 
