@@ -125,18 +125,21 @@ struct segment_sink {
   V* stage = nullptr;
 
   __device__ std::int64_t row_of(std::uint32_t s) const { return row0 + (empty_offset ? empty_offset[s] : s); }
+  // A segment that is a whole row: staged, or written.
+  __device__ void write(std::uint32_t s, V sum) const {
+    if (stage) stage[s] = sum;
+    else finish(y, row_of(s), alpha, sum, beta);
+  }
   __device__ void emit(std::uint32_t s, V sum) const {
     if (s == 0 || s == last) atomicAdd(y + row_of(s), alpha * sum);
-    else if (stage) stage[s] = sum;
-    else finish(y, row_of(s), alpha, sum, beta);
+    else write(s, sum);
   }
   // A segment that ends inside a lane's entries: never the last, which ends with the tile, and
   // the first is row0. For the staged kernel only: emit there spilled 20 bytes at 40 registers,
   // this 0, while the unstaged kernel spilled 32 bytes with this and 0 with emit (ptxas).
   __device__ void emit_inside(std::uint32_t s, V sum) const {
     if (s == 0) atomicAdd(y + row0, alpha * sum);
-    else if (stage) stage[s] = sum;
-    else finish(y, row_of(s), alpha, sum, beta);
+    else write(s, sum);
   }
 };
 
@@ -149,6 +152,15 @@ __device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t 
           .y = y,
           .alpha = alpha,
           .beta = beta};
+}
+
+// y[r] = alpha * (row r's entries from `from` on) . x + beta * y[r].
+template <class V>
+__device__ __forceinline__ void write_row_from(const view& g, std::int64_t r, std::int64_t from, const V* val,
+                                               V alpha, const V* x, V beta, V* y) {
+  V sum = 0;
+  for (std::int64_t k = from, end = g.row_ptr[r + 1]; k < end; ++k) sum += val[k] * x[g.col_idx[k]];
+  finish(y, r, alpha, sum, beta);
 }
 
 // Empty rows (they own no segment) and the rows starting in the incomplete tile, which holds
@@ -164,11 +176,9 @@ __device__ segment_sink<V> sink_of(const view& g, std::int64_t t, std::uint32_t 
 template <class V>
 __device__ __forceinline__ void row_outside_tiles(const view& g, std::int64_t r, const V* val, V alpha, const V* x,
                                                   V beta, V* y) {
-  const std::int64_t rb = g.row_ptr[r], re = g.row_ptr[r + 1];
-  if (rb != re && rb < g.complete * g.T) return;
-  V sum = 0;
-  for (std::int64_t k = rb; k < re; ++k) sum += val[k] * x[g.col_idx[k]];
-  finish(y, r, alpha, sum, beta);
+  const std::int64_t rb = g.row_ptr[r];
+  if (rb != g.row_ptr[r + 1] && rb < g.complete * g.T) return;
+  write_row_from(g, r, rb, val, alpha, x, beta, y);
 }
 
 // A lane per complete tile finds its range of possibly empty rows; the warp then walks its 32
@@ -204,11 +214,7 @@ __global__ void rows_outside_tiles(view g, std::int64_t tiles, const V* __restri
     // first entry's tile; a row that begins in an earlier tile is set there).
     if (t < g.complete) {
       const std::int64_t start = t * g.T, boundary = start + g.T, tail = g.complete * g.T;
-      const auto set_shared = [&](std::int64_t r) {
-        V sum = 0;
-        for (std::int64_t k = tail, end = g.row_ptr[r + 1]; k < end; ++k) sum += val[k] * x[g.col_idx[k]];
-        finish(y, r, alpha, sum, beta);
-      };
+      const auto set_shared = [&](std::int64_t r) { write_row_from(g, r, tail, val, alpha, x, beta, y); };
       if (g.row_ptr[r0] == start) set_shared(r0);
       // The row of the tile's last entry: r1 where that row began before the boundary, else the
       // last row before r1 that holds an entry (r1 - 1 unless the tile spans empty rows).
