@@ -93,6 +93,7 @@ constexpr std::int64_t sparse_span = 128;
 // 4096 -> 1024 items, 5.64 / 4.73 -> 5.47 / 4.57 (512: 5.55 / 4.67). Stop 25, with the
 // walks' entries staged and the 16-way search for the task's block rows: 1024 -> 512, 5.32 /
 // 4.55 -> 5.24 / 4.46 (bcsstk33 6.97 -> 6.18, sparse-images 8.31 -> 7.74; 2048: 5.52 / 4.67).
+// On the H200 (stop 37, device call 5): 512 -> 384, 5.10 / 4.33 -> 5.22 / 4.22; 256, 5.47 / 4.79.
 constexpr std::int64_t task_items = 512, min_task_items = 256, tasks_wanted = 8192;
 // Entries per warp and step of order_searched: one search over all rows serves the chunk, the
 // rest search the few rows of its block row.

@@ -8,7 +8,14 @@
 //   the block loads col_idx/values coalesced, premultiplies by x and stages the products in
 //   shared memory, padded by one slot per thread's run so that reading a thread's run is free
 //   of bank conflicts. Same traffic to global memory, simpler code, and no power-of-two
-//   constraint on the entries per thread.
+//   constraint on the entries per thread. Algorithm 5 itself was measured (H200, double,
+//   replicated set, stop 37 calls 1-2): a warp owns a window of 256 entries, lane l loads
+//   entries l + 32i, and 8 shuffle rounds between two rotations of its 8 registers hand lane l
+//   entries 8l .. 8l + 7. It took n1024-l1's core kernel from 90% to 76% of the L1/shared
+//   pipe, in 425 us against 417 (Nsight Compute), and the set from 1.154x to 1.037x cuSPARSE
+//   (1.102x at 48 registers, 5 blocks an SM). The loads' order costs that: loading the warps'
+//   windows, with the staging kept, ran 1.057x. Here the block's 8 warps load 256 consecutive
+//   entries at a time (not profiled: their gathers of x likely meet in L1).
 // - Partial sums of rows shared between threads are combined by a segmented scan over the warp
 //   (one shared atomic per warp at most) rather than by shared atomics per thread, which the
 //   profile showed stalling the kernel on rows of ~20 entries; blocks of short rows sum a row
@@ -90,7 +97,8 @@ __global__ void assign_rows_search(std::int64_t rows, std::int64_t nnz, const I*
 // blocks from 1.07x to 1.09x (stencil 1.10x to 1.14x), most where rows begin at a block's
 // end, which the search took longest on (n1024-l1 0.91x to 1.07x); the search-based first
 // kernel for matrices of many rows took it to 1.17x (memplus_rhs1 1.04x to 1.48x). On the H200
-// 7 blocks per SM ran 1.077x against 6 blocks' 1.154x (stop 33, device call 2).
+// 7 blocks per SM ran 1.077x against 6 blocks' 1.154x (stop 33, device call 2), 5 blocks
+// 1.125x against 1.155x (stop 37, device call 5).
 template <class V, class I>
 __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::int64_t nnz,
                                                      const I* __restrict__ ptr,
