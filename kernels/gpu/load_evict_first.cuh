@@ -6,7 +6,7 @@
 // H200, double, replicated set, each variant beside the code without it in one device call
 // (stop 37 calls 3 and 4; geometric mean over cuSPARSE):
 // - CMRS tile kernel (its runs of 4 slots a lane, detail::load_run): 1.160x -> 1.184x (74.1%
-//   -> 75.6% of the copy bandwidth; 18 of 20 matrices up 1.5-3%, memplus_rhs1 down 2.5%),
+//   -> 75.6% of the copy bandwidth; 19 of 20 matrices 1.3-3.4% faster, memplus_rhs1 2.5% slower),
 //   stencil 1.090x -> 1.103x; the same in both calls;
 // - COO, through the same load_run: 1.077x -> 1.068x (memplus_rhs1 1.91x -> 1.77x);
 // - HOLA (coalesced column and value loads): 1.153x -> 1.030x; L1::no_allocate instead 1.107x;
