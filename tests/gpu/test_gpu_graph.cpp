@@ -5,6 +5,7 @@
 // set-up kept; out-of-memory and no-device errors. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -213,10 +214,12 @@ TEST(GpuSpmvAny, RefusesVectorsOfAnotherValueType) {
 
 namespace {
 
-// Rows of the given lengths, columns spread over `cols`.
+// Rows of the given lengths, columns spread over `cols`, or over as many as the longest row
+// needs: the lengths follow hola_entries_per_block, which a change of the block size moves.
 csr<double, std::int32_t> rows_of_lengths(const std::vector<std::int64_t>& lengths, std::int64_t cols) {
   csr<double, std::int32_t> a;
   a.rows = static_cast<std::int64_t>(lengths.size());
+  for (const std::int64_t n : lengths) cols = std::max(cols, n);
   a.cols = cols;
   a.row_ptr.push_back(0);
   for (std::size_t r = 0; r < lengths.size(); ++r) {
