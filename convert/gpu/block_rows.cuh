@@ -46,7 +46,6 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cub/device/device_scan.cuh>
@@ -966,16 +965,6 @@ block_order order_by_blocks(const csr<V, I, device>& a, int r, int c, V* out, I*
       mb, a.row_ptr.data(), a.rows, r, o.block_no.data(), o.head.data(), block_ptr, value_ptr);
   check_launch(who, "writing the block row pointers");
   return o;
-}
-
-// Waits for ctx's stream and reads the N elements of device memory at device_ptr.
-template <std::size_t N = 1>
-std::array<I, N> read_back(const I* device_ptr, gpu_context& ctx, const std::string& who) {
-  std::array<I, N> v{};
-  check_cuda(cudaMemcpyAsync(v.data(), device_ptr, sizeof v, cudaMemcpyDeviceToHost, stream_of(ctx)),
-             who + ": reading back the counts");
-  ctx.synchronize();
-  return v;
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ void unit_blocks(const csr<V, I, device>& a, bcsr<V, I, device>& out, gpu_contex
   check_cuda(cub::DeviceReduce::Sum(nullptr, bytes, flags, zeros.data(), nnz, s), who + ": sizing the zero count");
   check_cuda(cub::DeviceReduce::Sum(ctx.workspace(bytes), bytes, flags, zeros.data(), nnz, s),
              who + ": counting the stored zeros");
-  out.stored_zeros.resize(block_rows::read_back<1>(zeros.data(), ctx, who)[0]);
+  ctx.copy_back(0, zeros.data(), sizeof(I));
+  out.stored_zeros.resize(static_cast<const I*>(ctx.wait_copies_back())[0]);
   if (out.stored_zeros.size() == 0) return;
   check_cuda(cub::DeviceSelect::If(nullptr, bytes, positions, out.stored_zeros.data(), zeros.data(), nnz,
                                    stored_zero<V>{a.values.data()}, s),
