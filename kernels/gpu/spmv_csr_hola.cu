@@ -128,10 +128,12 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
   // block writes those after its last row.
   const std::int64_t gap_from = blockIdx.x == 0 ? 0 : bounds[2 * blockIdx.x - 1] + 1;
   // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
-  // All npt column and value loads are issued before the first x load, and the end of the
+  // All npt column and value loads are written before the first x load, and the end of the
   // thread's local row (every row of a block on the bit-mask path, which has fewer rows than
   // threads) with them: the row bounds and the data then cost one memory latency together
-  // instead of one after the other.
+  // instead of one after the other. (At 40 registers ptxas interleaves the later column and
+  // value loads with the first x loads: Nsight Compute's SASS, H200, stop 38 call 3. Taking
+  // them out of the registers by cp.async ran slower: specs/gpu.md.)
   {
     I c[npt];
     V v[npt];
