@@ -460,7 +460,10 @@ __global__ void __launch_bounds__(tile_threads, tile_min_blocks<ByBlock, Gather>
           // Four cells' loads in flight, the additions in order: a block row of 14-25 blocks
           // (bcspwr10, bcsstk33) chained as many shared-memory latencies. Device call 7 of stop
           // 30 (H100, double, beside the loop as it was): replicated set 0.904x -> 0.918x
-          // cuSPARSE, stencil 1.127x -> 1.139x.
+          // cuSPARSE, stencil 1.127x -> 1.139x. Into two partial sums (H200, stop 38 call 7,
+          // where Nsight Compute had shown bcspwr10 spending 18% of its stall samples on this
+          // loop's chain of additions): 0.880x -> 0.874x, bcspwr10 0.595x -> 0.585x; the
+          // lane-per-run kernels spilled 16 bytes at 40 registers.
 #pragma unroll 4
           for (int l = lo; l < hi; ++l) sum += sums[l][i];
           const unsigned row = (cur + kk) * R + i;
