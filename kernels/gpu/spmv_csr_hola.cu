@@ -5,17 +5,18 @@
 //
 // Where this differs from the paper, and why:
 // - Data loading (Algorithm 5) transposes each warp's entries in registers with shuffles. Here
-//   the block loads col_idx/values coalesced, premultiplies by x and stages the products in
-//   shared memory, padded by one slot per thread's run so that reading a thread's run is free
-//   of bank conflicts. Same traffic to global memory, simpler code, and no power-of-two
-//   constraint on the entries per thread. Algorithm 5 itself was measured (H200, double,
+//   the block loads col_idx/values coalesced, 16 bytes of values a lane (hola_loads),
+//   premultiplies by x and stages the products in shared memory, laid out so that neither the
+//   stores nor each thread's reading of its run meet bank conflicts (product_slot). Same
+//   traffic to global memory, simpler code, and no power-of-two constraint on the entries per
+//   thread. Algorithm 5 itself was measured (H200, double,
 //   replicated set, stop 37 calls 1-2): a warp owns a window of 256 entries, lane l loads
 //   entries l + 32i, and 8 shuffle rounds between two rotations of its 8 registers hand lane l
 //   entries 8l .. 8l + 7. It took n1024-l1's core kernel from 90% to 76% of the L1/shared
 //   pipe, in 425 us against 417 (Nsight Compute), and the set from 1.154x to 1.037x cuSPARSE
 //   (1.102x at 48 registers, 5 blocks an SM). The loads' order costs that: loading the warps'
-//   windows, with the staging kept, ran 1.057x. Here the block's 8 warps load 256 consecutive
-//   entries at a time (not profiled: their gathers of x likely meet in L1).
+//   windows, with the staging kept, ran 1.057x. Here the block's 8 warps load 512 consecutive
+//   entries at a time in double (not profiled: their gathers of x likely meet in L1).
 // - Partial sums of rows shared between threads are combined by a segmented scan over the warp
 //   (one shared atomic per warp at most) rather than by shared atomics per thread, which the
 //   profile showed stalling the kernel on rows of ~20 entries; blocks of short rows sum a row
@@ -45,6 +46,71 @@ constexpr int npb = hola_entries_per_block;
 // path, so the buffer is a fraction of the block's entries and more blocks fit an SM.
 constexpr int buffer_rows = npb / hola_short_row_entries;
 static_assert(npt <= 32, "row-end bits of a thread's entries live in one 32-bit mask");
+
+// The block's products sit in shared memory in chunks of 16 bytes (chunk_entries<V> entries),
+// chunk q at q ^ (q / 8 % 8): a warp's 16-byte stores of consecutive chunks (loads by chunk),
+// its 8-byte stores of consecutive entries (loads by entry) and each thread's 16-byte loads of
+// its own run (npt / chunk_entries chunks a lane apart) all meet no bank conflicts. The layout
+// before stop 39 (a slot of padding after each run, entry l at l + l / npt) gave the chunks'
+// stores two-way conflicts: chunks ran 1.164x cuSPARSE with it, 1.202x with this one (H200,
+// double, replicated set, stop 39 device calls 1 and 2; stop 38's kernel 1.160x in both).
+template <class V>
+constexpr int chunk_entries = 16 / static_cast<int>(sizeof(V));
+static_assert(npt % chunk_entries<float> == 0 && npt % chunk_entries<double> == 0, "runs of whole chunks");
+__device__ __forceinline__ int swizzled(int q) { return q ^ (q >> 3 & 7); }
+template <class V>
+__device__ __forceinline__ int product_slot(int l) {
+  return swizzled(l / chunk_entries<V>) * chunk_entries<V> + l % chunk_entries<V>;
+}
+
+// N entries of T, loaded together (16-byte words where N * sizeof(T) >= 16).
+template <class T, int N>
+struct alignas(N * sizeof(T) < 16 ? N * sizeof(T) : 16) pack {
+  T v[N];
+};
+
+// The block's products into shared memory, the end of the thread's local row (every row of a
+// block on the bit-mask path, which has fewer rows than threads) into row_ends. Chunks: lane
+// tid loads the chunks tid, tid + threads, ... of a whole block (hola_loads). All npt column
+// and value loads are written before the first x load, and the row end with them: the row
+// bounds and the data then cost one memory latency together instead of one after the other.
+// (At 40 registers ptxas interleaves the later column and value loads with the first x loads:
+// Nsight Compute's SASS, H200, stop 38 call 3. Taking them out of the registers by cp.async
+// ran slower: specs/gpu.md.)
+template <bool Chunks, class V, class I>
+__device__ __forceinline__ void load_products(int tid, int count, std::int64_t block_start, std::int64_t first_row,
+                                              std::int64_t local_rows, const I* __restrict__ ptr,
+                                              const I* __restrict__ col, const V* __restrict__ val,
+                                              const V* __restrict__ x, V* product, I* row_ends) {
+  constexpr int w = Chunks ? chunk_entries<V> : 1;  // entries a load
+  I c[npt];
+  V v[npt];
+#pragma unroll
+  for (int k = 0; k < npt / w; ++k) {
+    const int l = (k * threads + tid) * w;
+    if (Chunks || l < count) {
+      const auto cs = *reinterpret_cast<const pack<I, w>*>(col + block_start + l);
+      const auto vs = *reinterpret_cast<const pack<V, w>*>(val + block_start + l);
+#pragma unroll
+      for (int u = 0; u < w; ++u) {
+        c[k * w + u] = cs.v[u];
+        v[k * w + u] = vs.v[u];
+      }
+    }
+  }
+  const I own_end = tid < local_rows ? ptr[first_row + tid + 1] : I{0};
+#pragma unroll
+  for (int k = 0; k < npt / w; ++k) {
+    const int l = (k * threads + tid) * w;
+    if (Chunks || l < count) {
+      pack<V, w> p;
+#pragma unroll
+      for (int u = 0; u < w; ++u) p.v[u] = v[k * w + u] * x[c[k * w + u]];
+      *reinterpret_cast<pack<V, w>*>(product + product_slot<V>(l)) = p;
+    }
+  }
+  if (tid < local_rows) row_ends[tid] = own_end;
+}
 
 // The first kernel (Algorithm 2, AssignRowsGlobal) writes bounds[2b] = block b's first row
 // (the row holding entry b*npb) and bounds[2b + 1] = its last (the row holding the block's last
@@ -104,8 +170,8 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
                                                      const I* __restrict__ ptr,
                                                      const I* __restrict__ col, const V* __restrict__ val,
                                                      const I* __restrict__ bounds, V alpha,
-                                                     const V* __restrict__ x, V beta, V* y) {
-  __shared__ V product[npb + npb / npt];  // padded: entry l at l + l / npt
+                                                     const V* __restrict__ x, V beta, V* y, bool chunks) {
+  __shared__ __align__(16) V product[npb];  // entry l at product_slot<V>(l)
   __shared__ V buffer[buffer_rows];       // the block's sum per local row
   __shared__ int row_start[threads];      // local row of each thread's first entry
   __shared__ unsigned row_end_bits[threads];
@@ -128,31 +194,10 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
   // block writes those after its last row.
   const std::int64_t gap_from = blockIdx.x == 0 ? 0 : bounds[2 * blockIdx.x - 1] + 1;
   // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
-  // All npt column and value loads are written before the first x load, and the end of the
-  // thread's local row (every row of a block on the bit-mask path, which has fewer rows than
-  // threads) with them: the row bounds and the data then cost one memory latency together
-  // instead of one after the other. (At 40 registers ptxas interleaves the later column and
-  // value loads with the first x loads: Nsight Compute's SASS, H200, stop 38 call 3. Taking
-  // them out of the registers by cp.async ran slower: specs/gpu.md.)
-  {
-    I c[npt];
-    V v[npt];
-#pragma unroll
-    for (int i = 0; i < npt; ++i) {
-      const int l = tid + i * threads;
-      if (l < count) {
-        c[i] = col[block_start + l];
-        v[i] = val[block_start + l];
-      }
-    }
-    const I own_end = tid < local_rows ? ptr[first_row + tid + 1] : I{0};
-#pragma unroll
-    for (int i = 0; i < npt; ++i) {
-      const int l = tid + i * threads;
-      if (l < count) product[l + l / npt] = v[i] * x[c[i]];
-    }
-    if (tid < local_rows) row_ends[tid] = own_end;
-  }
+  if (chunks && count == npb)
+    load_products<true>(tid, count, block_start, first_row, local_rows, ptr, col, val, x, product, row_ends);
+  else
+    load_products<false>(tid, count, block_start, first_row, local_rows, ptr, col, val, x, product, row_ends);
   for (std::int64_t r = gap_from + tid; r < first_row; r += threads) y[r] = scaled_y(beta, y, r);
   if (blockIdx.x == gridDim.x - 1)
     for (std::int64_t r = last_row + 1 + tid; r < rows; r += threads) y[r] = scaled_y(beta, y, r);
@@ -177,7 +222,7 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
       const int a = static_cast<int>(max(ra - block_start, std::int64_t{0}));
       const int b = static_cast<int>(min(rb - block_start, static_cast<std::int64_t>(count)));
       V sum = 0;
-      for (int l = a; l < b; ++l) sum += product[l + l / npt];
+      for (int l = a; l < b; ++l) sum += product[product_slot<V>(l)];
       if (k == 0 || (k == local_rows - 1 && rb > block_end)) atomicAdd(y + r, alpha * sum);
       else y[r] = alpha * sum + scaled_y(beta, y, r);
     }
@@ -217,11 +262,17 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
   const int head_row = row;
   V sum = 0, head = 0;
   bool ends = false;
-  // Unrolled, with the run's start computed once: the loop over n had taken a quarter of the
-  // kernel's instructions (16 a product; Nsight Compute, H200, n1024-l1 replicated, stop 38
-  // call 3). Replicated set 1.154x -> 1.162x cuSPARSE in two runs (call 4); loading the 8
-  // products into registers first ran 1.159x.
-  const V* const run = product + tid * (npt + 1);  // product p0 + i lies at p0 + i + tid
+  // The run comes in 16-byte loads, and the loop over it is unrolled: the loop over n had taken
+  // a quarter of the kernel's instructions (16 a product; Nsight Compute, H200, n1024-l1
+  // replicated, stop 38 call 3); unrolled, 1.154x -> 1.162x cuSPARSE (call 4).
+  constexpr int cw = chunk_entries<V>;
+  V run[npt];
+#pragma unroll
+  for (int j = 0; j < npt / cw; ++j) {
+    const auto p = *reinterpret_cast<const pack<V, cw>*>(product + swizzled(tid * (npt / cw) + j) * cw);
+#pragma unroll
+    for (int u = 0; u < cw; ++u) run[j * cw + u] = p.v[u];
+  }
 #pragma unroll
   for (int i = 0; i < npt; ++i) {
     if (i >= n) break;
@@ -276,7 +327,8 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
 
 template <class V, class I>
 void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
-                      const V* x, V beta, V* y, gpu_context& ctx, hola_row_assignment assign) {
+                      const V* x, V beta, V* y, gpu_context& ctx, hola_row_assignment assign,
+                      hola_loads loads) {
   if (rows == 0) return;
   const std::int64_t blocks = (nnz + npb - 1) / npb;
   const auto s = static_cast<cudaStream_t>(ctx.stream());
@@ -294,25 +346,28 @@ void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I
   else
     assign_rows_scatter<V, I><<<launch_blocks(rows, threads), threads, 0, s>>>(rows, nnz, ptr, bounds, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the row assignment kernel");
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool chunks = loads == hola_loads::chunk && aligned(col) && aligned(val);
   hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(rows, nnz, ptr, col, val, bounds, alpha, x, beta,
-                                                                    y);
+                                                                    y, chunks);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the core kernel");
 }
 
 template <class V, class I>
 void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
-               hola_row_assignment assign) {
+               hola_row_assignment assign, hola_loads loads) {
   if (a.row_ptr.size() != static_cast<std::size_t>(a.rows) + 1)
     fail(errc::usage, "gpu::spmv_hola: csr row_ptr has " + std::to_string(a.row_ptr.size()) + " elements, expected " +
                           std::to_string(a.rows + 1));
   spmv_hola_arrays(a.rows, static_cast<std::int64_t>(a.col_idx.size()), a.row_ptr.data(), a.col_idx.data(),
-                   a.values.data(), alpha, x, beta, y, ctx, assign);
+                   a.values.data(), alpha, x, beta, y, ctx, assign, loads);
 }
 
 #define SPCONV_INST(V, I)                                                                                         \
-  template void spmv_hola<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, hola_row_assignment);  \
+  template void spmv_hola<V, I>(const csr<V, I, device>&, V, const V*, V, V*, gpu_context&, hola_row_assignment, \
+                                hola_loads);                                                                     \
   template void spmv_hola_arrays<V, I>(std::int64_t, std::int64_t, const I*, const I*, const V*, V, const V*, V, V*, \
-                                       gpu_context&, hola_row_assignment);
+                                       gpu_context&, hola_row_assignment, hola_loads);
 SPCONV_FOR_VALUE_INDEX(SPCONV_INST)
 #undef SPCONV_INST
 

@@ -49,16 +49,32 @@ enum class hola_row_assignment { automatic, scatter, search };
 inline constexpr std::int64_t hola_search_min_rows = std::int64_t{1} << 21;
 inline bool hola_searches_rows(std::int64_t rows) { return rows >= hola_search_min_rows; }
 
+// How the core kernel loads a block's columns and values:
+// - chunk: a lane loads 16 bytes of values at a time (2 doubles or 4 floats) with their columns,
+//   half the load instructions of `entry` (a quarter for float) and 16-byte stores of the
+//   products. A block holding fewer entries than the others (the matrix's last) and arrays not
+//   aligned to 16 bytes are loaded by entry;
+// - entry: a lane loads entries tid, tid + 256, ...: each load instruction of a warp reads 32
+//   consecutive entries, and so does each of its gathers of x, where `chunk` gathers x for
+//   every other entry of 64. Where a row is pairs of adjacent columns (n1024-l1) a chunk
+//   gather then touches twice the lines of x, and where x fits L1, L1's throughput bounds it.
+// H200, double, replicated set, stop 39 device call 2, two runs each: entry 1.160x cuSPARSE in
+// geometric mean, chunk 1.202x (76.8% -> 79.6% of the copy bandwidth): +3% to +13% on 18 of
+// the 20 matrices (ca-AstroPh 0.914x -> 1.036x, lap3D_7pt_n20 1.337x -> 1.423x), rajat01 -2%,
+// n1024-l1 -26% (1.097x -> 0.812x); the 27-point stencil 1.103x -> 1.175x.
+enum class hola_loads { chunk, entry };
+
 template <class V, class I>
 void spmv_hola(const csr<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_context& ctx,
-               hola_row_assignment assign = hola_row_assignment::automatic);
+               hola_row_assignment assign = hola_row_assignment::automatic, hola_loads loads = hola_loads::chunk);
 
 // The same on CSR's arrays held by another format (BCSR with 1 x 1 blocks): ptr has rows + 1
 // offsets, col and val nnz entries, all in device memory.
 template <class V, class I>
 void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I* col, const V* val, V alpha,
                       const V* x, V beta, V* y, gpu_context& ctx,
-                      hola_row_assignment assign = hola_row_assignment::automatic);
+                      hola_row_assignment assign = hola_row_assignment::automatic,
+                      hola_loads loads = hola_loads::chunk);
 
 }  // namespace spconv::gpu
 #endif  // SPCONV_HAVE_CUDA

@@ -234,16 +234,26 @@ csr<double, std::int32_t> rows_of_lengths(const std::vector<std::int64_t>& lengt
 }
 
 // Both ways of finding the blocks' rows (the automatic choice takes the scatter on matrices this
-// small): they must give the same rows, and the core kernel the same y.
+// small) and both ways of loading a block (hola_loads), in double and in float (chunks of 2 and
+// of 4 entries): they must give the same rows, and the core kernel the same y.
+template <class V>
+void check_hola_as(const csr<V, std::int32_t>& a, gpu_context& ctx) {
+  SCOPED_TRACE(std::string(type_name<V>()));
+  const auto d = to_device(a);
+  for (auto assign : {gpu::hola_row_assignment::scatter, gpu::hola_row_assignment::search})
+    for (auto loads : {gpu::hola_loads::entry, gpu::hola_loads::chunk}) {
+      SCOPED_TRACE(std::string(assign == gpu::hola_row_assignment::scatter ? "scatter" : "search") +
+                   (loads == gpu::hola_loads::entry ? ", by entry" : ", by chunk"));
+      test::expect_spmv_matches(a, ctx, [&](V alpha, const V* x, V beta, V* y) {
+        gpu::spmv_hola(d, alpha, x, beta, y, ctx, assign, loads);
+      });
+    }
+}
+
 void check_hola(const csr<double, std::int32_t>& a, gpu_context& ctx) {
   validate(a);
-  const auto d = to_device(a);
-  for (auto assign : {gpu::hola_row_assignment::scatter, gpu::hola_row_assignment::search}) {
-    SCOPED_TRACE(assign == gpu::hola_row_assignment::scatter ? "scatter" : "search");
-    test::expect_spmv_matches(a, ctx, [&](double alpha, const double* x, double beta, double* y) {
-      gpu::spmv_hola(d, alpha, x, beta, y, ctx, assign);
-    });
-  }
+  check_hola_as(a, ctx);
+  check_hola_as(test::cast_values<float>(a), ctx);
 }
 
 }  // namespace
@@ -291,6 +301,28 @@ TEST(GpuHola, EmptyRowsInsideAndBetweenBlocks) {
   check_hola(rows_of_lengths(tail_empty, 6000), ctx);
   check_hola(rows_of_lengths({b, b, 0, 0}, 3 * b), ctx);  // whole blocks, then empty rows
   check_hola(rows_of_lengths(std::vector<std::int64_t>(1000, 0), 10), ctx);  // no entries at all
+}
+
+// Chunks need 16-byte aligned columns and values: arrays that start elsewhere (spmv_hola_arrays
+// on another format's arrays) are loaded by entry whatever was asked.
+TEST(GpuHola, UnalignedArraysAreLoadedByEntry) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  gpu_context ctx;
+  const auto a = rows_of_lengths(std::vector<std::int64_t>(3 * gpu::hola_entries_per_block, 2), 4000);
+  // The arrays one element into their allocations: 4 and 8 bytes past a 16-byte boundary.
+  std::vector<std::int32_t> col(1, 0);
+  std::vector<double> val(1, 0.0);
+  col.insert(col.end(), a.col_idx.begin(), a.col_idx.end());
+  val.insert(val.end(), a.values.begin(), a.values.end());
+  device_array<std::int32_t> dptr, dcol;
+  device_array<double> dval;
+  dptr.upload(a.row_ptr.data(), a.row_ptr.size());
+  dcol.upload(col.data(), col.size());
+  dval.upload(val.data(), val.size());
+  test::expect_spmv_matches(a, ctx, [&](double alpha, const double* x, double beta, double* y) {
+    gpu::spmv_hola_arrays(a.rows, a.nnz(), dptr.data(), dcol.data() + 1, dval.data() + 1, alpha, x, beta, y, ctx,
+                          gpu::hola_row_assignment::automatic, gpu::hola_loads::chunk);
+  });
 }
 
 // ---- the cuSPARSE baseline with its set-up kept -----------------------------------------------
