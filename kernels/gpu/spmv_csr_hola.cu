@@ -262,9 +262,11 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
   const int head_row = row;
   V sum = 0, head = 0;
   bool ends = false;
-  // The run comes in 16-byte loads, and the loop over it is unrolled: the loop over n had taken
-  // a quarter of the kernel's instructions (16 a product; Nsight Compute, H200, n1024-l1
-  // replicated, stop 38 call 3); unrolled, 1.154x -> 1.162x cuSPARSE (call 4).
+  // The run comes in 16-byte loads, all before the loop (a chunk loaded only when the loop
+  // reaches it ran 1.198x cuSPARSE against 1.202x: H200, stop 39 call 3), and the loop is
+  // unrolled: the loop over n had taken a quarter of the kernel's instructions (16 a product;
+  // Nsight Compute, H200, n1024-l1 replicated, stop 38 call 3); unrolled, 1.154x -> 1.162x
+  // (call 4).
   constexpr int cw = chunk_entries<V>;
   V run[npt];
 #pragma unroll

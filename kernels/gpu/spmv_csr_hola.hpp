@@ -56,12 +56,15 @@ inline bool hola_searches_rows(std::int64_t rows) { return rows >= hola_search_m
 //   aligned to 16 bytes are loaded by entry;
 // - entry: a lane loads entries tid, tid + 256, ...: each load instruction of a warp reads 32
 //   consecutive entries, and so does each of its gathers of x, where `chunk` gathers x for
-//   every other entry of 64. Where a row is pairs of adjacent columns (n1024-l1) a chunk
-//   gather then touches twice the lines of x, and where x fits L1, L1's throughput bounds it.
-// H200, double, replicated set, stop 39 device call 2, two runs each: entry 1.160x cuSPARSE in
-// geometric mean, chunk 1.202x (76.8% -> 79.6% of the copy bandwidth): +3% to +13% on 18 of
-// the 20 matrices (ca-AstroPh 0.914x -> 1.036x, lap3D_7pt_n20 1.337x -> 1.423x), rajat01 -2%,
-// n1024-l1 -26% (1.097x -> 0.812x); the 27-point stencil 1.103x -> 1.175x.
+//   every other entry of 64. The one matrix where that lost much is n1024-l1 (rows of 16
+//   pairs of adjacent columns), though Nsight Compute counts the same L1 requests either way.
+// H200, double, replicated set, stop 39 device calls 2 and 3, two runs each beside stop 38's
+// kernel (entries, products padded a slot a run): 1.161x -> 1.202x cuSPARSE in geometric mean
+// (76.6% -> 79.3% of the copy bandwidth), +3% to +13% on 18 of the 20 matrices (ca-AstroPh
+// 0.914x -> 1.036x, lap3D_7pt_n20 1.338x -> 1.422x), rajat01 -2%, n1024-l1 -26% (1.098x ->
+// 0.811x; specs/gpu.md has its profile); BCSR's 1 x 1 blocks 1.169x -> 1.210x; the 27-point
+// stencil 1.102x -> 1.177x. `entry` with this file's layout ran 1-4% below stop 38's kernel on
+// the matrices of 30 or more entries a row (call 2), n1024-l1 +1%.
 enum class hola_loads { chunk, entry };
 
 template <class V, class I>
