@@ -69,8 +69,10 @@ struct alignas(N * sizeof(T) < 16 ? N * sizeof(T) : 16) pack {
   T v[N];
 };
 
-// The block's products into shared memory, the end of the thread's local row (every row of a
-// block on the bit-mask path, which has fewer rows than threads) into row_ends. Chunks: lane
+// The block's products into shared memory, its first row and its number of rows (from the
+// first kernel's bounds) into first_row and local_rows, the end of the thread's local row
+// (every row of a block on the bit-mask path, which has fewer rows than threads) into
+// row_ends. Chunks: lane
 // tid loads the chunks tid, tid + threads, ... of a whole block (hola_loads). All npt column
 // and value loads are written before the first x load, and the row end with them: the row
 // bounds and the data then cost one memory latency together instead of one after the other.
@@ -78,8 +80,9 @@ struct alignas(N * sizeof(T) < 16 ? N * sizeof(T) : 16) pack {
 // Nsight Compute's SASS, H200, stop 38 call 3. Taking them out of the registers by cp.async
 // ran slower: specs/gpu.md.)
 template <bool Chunks, class V, class I>
-__device__ __forceinline__ void load_products(int tid, int count, std::int64_t block_start, std::int64_t first_row,
-                                              std::int64_t local_rows, const I* __restrict__ ptr,
+__device__ __forceinline__ void load_products(int tid, int count, std::int64_t block_start,
+                                              const I* __restrict__ bounds, std::int64_t& first_row,
+                                              std::int64_t& local_rows, const I* __restrict__ ptr,
                                               const I* __restrict__ col, const V* __restrict__ val,
                                               const V* __restrict__ x, V* product, I* row_ends) {
   constexpr int w = Chunks ? chunk_entries<V> : 1;  // entries a load
@@ -98,6 +101,13 @@ __device__ __forceinline__ void load_products(int tid, int count, std::int64_t b
       }
     }
   }
+  // The block's first and last row (the first kernel's bounds), read only now. Read first, they
+  // made every block wait for them before its first column load: ptxas moved them to uniform
+  // registers there, and that wait held 12.5% of the stall samples on n1024-l1 (Nsight Compute,
+  // H200, stop 39 device call 4). Read here: replicated set 1.199x -> 1.222x cuSPARSE in two
+  // runs each, n1024-l1 +2.4% and that wait 2.9% (call 5); the stencil 1.174x -> 1.175x.
+  first_row = bounds[2 * blockIdx.x];
+  local_rows = bounds[2 * blockIdx.x + 1] - first_row + 1;
   const I own_end = tid < local_rows ? ptr[first_row + tid + 1] : I{0};
 #pragma unroll
   for (int k = 0; k < npt / w; ++k) {
@@ -187,17 +197,17 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
   const std::int64_t block_start = static_cast<std::int64_t>(blockIdx.x) * npb;
   const std::int64_t block_end = min(block_start + npb, nnz);
   const int count = static_cast<int>(block_end - block_start);
-  const std::int64_t first_row = bounds[2 * blockIdx.x], last_row = bounds[2 * blockIdx.x + 1];
-  const std::int64_t local_rows = last_row - first_row + 1;
+  // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
+  std::int64_t first_row, local_rows;
+  if (chunks && count == npb)
+    load_products<true>(tid, count, block_start, bounds, first_row, local_rows, ptr, col, val, x, product, row_ends);
+  else
+    load_products<false>(tid, count, block_start, bounds, first_row, local_rows, ptr, col, val, x, product, row_ends);
+  const std::int64_t last_row = first_row + local_rows - 1;
   // The rows after the previous block's last row and before this block's first are empty
   // (the rows between two consecutive non-empty rows): this block writes them, as the last
   // block writes those after its last row.
   const std::int64_t gap_from = blockIdx.x == 0 ? 0 : bounds[2 * blockIdx.x - 1] + 1;
-  // Premultiplied products, loaded coalesced (Algorithm 5's purpose, see the file comment).
-  if (chunks && count == npb)
-    load_products<true>(tid, count, block_start, first_row, local_rows, ptr, col, val, x, product, row_ends);
-  else
-    load_products<false>(tid, count, block_start, first_row, local_rows, ptr, col, val, x, product, row_ends);
   for (std::int64_t r = gap_from + tid; r < first_row; r += threads) y[r] = scaled_y(beta, y, r);
   if (blockIdx.x == gridDim.x - 1)
     for (std::int64_t r = last_row + 1 + tid; r < rows; r += threads) y[r] = scaled_y(beta, y, r);
