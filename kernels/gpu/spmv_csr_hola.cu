@@ -69,6 +69,15 @@ struct alignas(N * sizeof(T) < 16 ? N * sizeof(T) : 16) pack {
   T v[N];
 };
 
+// The core kernel is launched as the first kernel's programmatic dependent (sm_90): its blocks
+// may start while the first kernel runs, load their columns and values, and wait for the first
+// kernel's results (every write of it, to the bounds and to y) only before reading the bounds.
+// H200, double, stop 39 device call 7, beside the plain launch: replicated set 1.224x ->
+// 1.231x cuSPARSE (19 of 20 matrices +0.2% to +1.0%), stencil 1.175x -> 1.177x; the matrices
+// as they are 9.70 -> 9.74 us in geometric mean (their times move by 10-20% between runs).
+__device__ __forceinline__ void allow_core_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_row_assignment() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 // The block's products into shared memory, its first row and its number of rows (from the
 // first kernel's bounds) into first_row and local_rows, the end of the thread's local row
 // (every row of a block on the bit-mask path, which has fewer rows than threads) into
@@ -106,6 +115,7 @@ __device__ __forceinline__ void load_products(int tid, int count, std::int64_t b
   // registers there, and that wait held 12.5% of the stall samples on n1024-l1 (Nsight Compute,
   // H200, stop 39 device call 4). Read here: replicated set 1.199x -> 1.222x cuSPARSE in two
   // runs each, n1024-l1 +2.4% and that wait 2.9% (call 5); the stencil 1.174x -> 1.175x.
+  wait_for_row_assignment();
   first_row = bounds[2 * blockIdx.x];
   local_rows = bounds[2 * blockIdx.x + 1] - first_row + 1;
   const I own_end = tid < local_rows ? ptr[first_row + tid + 1] : I{0};
@@ -133,6 +143,7 @@ __device__ __forceinline__ void load_products(int tid, int count, std::int64_t b
 template <class V, class I>
 __global__ void assign_rows_scatter(std::int64_t rows, std::int64_t nnz, const I* __restrict__ ptr, I* bounds,
                                     V beta, V* y) {
+  allow_core_launch();
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
     const std::int64_t a = ptr[r], b = ptr[r + 1];
@@ -154,6 +165,7 @@ __global__ void assign_rows_scatter(std::int64_t rows, std::int64_t nnz, const I
 template <class V, class I>
 __global__ void assign_rows_search(std::int64_t rows, std::int64_t nnz, const I* __restrict__ ptr, I* bounds,
                                    std::int64_t blocks, V beta, V* y) {
+  allow_core_launch();
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += stride) {
     const std::int64_t start = b * npb, end = min(start + npb, nnz);
@@ -360,9 +372,17 @@ void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the row assignment kernel");
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool chunks = loads == hola_loads::chunk && aligned(col) && aligned(val);
-  hola_core<V, I><<<static_cast<unsigned>(blocks), threads, 0, s>>>(rows, nnz, ptr, col, val, bounds, alpha, x, beta,
-                                                                    y, chunks);
-  check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the core kernel");
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(static_cast<unsigned>(blocks));
+  launch.blockDim = dim3(threads);
+  launch.stream = s;
+  launch.attrs = &dependent;
+  launch.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&launch, hola_core<V, I>, rows, nnz, ptr, col, val, bounds, alpha, x, beta, y, chunks),
+             "gpu::spmv_hola: launching the core kernel");
 }
 
 template <class V, class I>

@@ -1,7 +1,8 @@
 // HOLA-SpMV (globally homogeneous, locally adaptive; hola-spmv-steinberger.txt sec. 3) on plain
-// CSR: no preprocessing, no stored extra arrays, two kernels per product. y = alpha*A*x +
-// beta*y with A, x and y in device memory, queued on ctx's stream (complete after
-// ctx.synchronize()); beta == 0 writes y without reading it. Uses ctx.workspace() for the
+// CSR: no preprocessing, no stored extra arrays, two kernels per product (the second launched
+// as the first's programmatic dependent, so that they overlap). y = alpha*A*x + beta*y with A,
+// x and y in device memory, queued on ctx's stream (complete after ctx.synchronize()); beta ==
+// 0 writes y without reading it. Uses ctx.workspace() for the
 // first and last row of each block (two indices per 2048 entries). Results may differ in the
 // last bits from run to run (atomic additions order partial sums), within the bound of
 // specs/gpu.md.
