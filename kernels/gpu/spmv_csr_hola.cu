@@ -81,10 +81,10 @@ __device__ __forceinline__ void wait_for_row_assignment() { asm volatile("gridde
 // The block's products into shared memory, its first row and its number of rows (from the
 // first kernel's bounds) into first_row and local_rows, the end of the thread's local row
 // (every row of a block on the bit-mask path, which has fewer rows than threads) into
-// row_ends. Chunks: lane
-// tid loads the chunks tid, tid + threads, ... of a whole block (hola_loads). All npt column
-// and value loads are written before the first x load, and the row end with them: the row
-// bounds and the data then cost one memory latency together instead of one after the other.
+// row_ends. Chunks: lane tid loads the chunks tid, tid + threads, ... of a whole block
+// (hola_loads). All npt column and value loads are written before the bounds are read and
+// before the first x load, and the row end is loaded with the x loads, so that the latency
+// of the bounds passes under that of the data, and the row end's under that of x.
 // (At 40 registers ptxas interleaves the later column and value loads with the first x loads:
 // Nsight Compute's SASS, H200, stop 38 call 3. Taking them out of the registers by cp.async
 // ran slower: specs/gpu.md.)
