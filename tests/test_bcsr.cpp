@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convert/cpu/bcsr.hpp"
+#include "convert/cpu/blocking.hpp"
 #include "kernels/cpu/spmv_bcsr.hpp"
 #include "kernels/cpu/spmv_csr.hpp"
 #include "tests/support/expect.hpp"
@@ -178,6 +179,18 @@ TYPED_TEST(BcsrSpmv, EveryBlockSizeWithOverhangingBlocks) {
       SCOPED_TRACE("block " + std::to_string(r) + " x " + std::to_string(c));
       expect_spmv_matches(a, cpu::csr_to_bcsr(a, bcsr_params{r, c}), 8);
     }
+}
+
+// The merges' height dispatch (shared with CSR -> MBR): each listed height as its constant, any
+// other height as 0 (the run-time form), and the function called exactly once.
+TEST(BlockingKnownHeight, ListedHeightsAreConstantsOthersZero) {
+  auto dispatched = [](int h) {
+    std::vector<int> got;
+    cpu::blocking::with_known_height<1, 2, 4, 8>(h, [&](auto known) { got.push_back(decltype(known)::value); });
+    return got;
+  };
+  for (const int h : {1, 2, 4, 8}) EXPECT_EQ(dispatched(h), std::vector<int>{h});
+  for (const int h : {0, 3, 5, 7, 16}) EXPECT_EQ(dispatched(h), std::vector<int>{0});
 }
 
 // ---- the block size rule ---------------------------------------------------------

@@ -1,8 +1,10 @@
 // Helpers shared by the block-structured CPU conversions (BCSR, MBR): integer division by
-// a block side without a divide per entry, and the cut of rows into worker ranges.
+// a block side without a divide per entry, the cut of rows into worker ranges, and a block
+// row's height as a compile-time constant for the merges.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace spconv::cpu::blocking {
 
@@ -35,5 +37,15 @@ struct partition {
   int workers = 1;
   std::int64_t first_row(std::int64_t u, std::int64_t rows) const { return std::min(rows, u * unit); }
 };
+
+// Calls f(std::integral_constant<int, h>{}) when h is one of Heights, else
+// f(std::integral_constant<int, 0>{}), the merges' form for a height known only at run time.
+// With the height a constant the merges over a block row's rows unroll and keep their cursors
+// in registers; the common heights get that form, any other height the general loop.
+template <int... Heights, class F>
+void with_known_height(int h, F&& f) {
+  const bool known = ((h == Heights && (f(std::integral_constant<int, Heights>{}), true)) || ...);
+  if (!known) f(std::integral_constant<int, 0>{});
+}
 
 }  // namespace spconv::cpu::blocking

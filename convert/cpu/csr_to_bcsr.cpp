@@ -43,6 +43,7 @@ constexpr std::size_t max_candidates = candidate_sides.size();
 using blocking::ceil_div;
 using blocking::divider;
 using blocking::partition;
+using blocking::with_known_height;
 
 // Exact block counts of the candidates rs x cs, per worker range; -1 where not counted
 // (a candidate the rule proved worse than a counted one).
@@ -471,32 +472,10 @@ void fill_blocks(const csr<V, I>& a, bcsr<V>& out, std::int64_t row_lo, std::int
     out.block_ptr[row0 / r] = static_cast<I>(k + 1);
     const int h = static_cast<int>(std::min(r, row_hi - row0));
     const std::size_t zeros_before = zeros.size();
-    auto merge = [&](auto rows_known) {
+    with_known_height<1, 2, 3, 4, 6, 8>(h, [&](auto rows_known) {
       k = merge_block_row<decltype(rows_known)::value>(a.row_ptr.data(), col, val, row0, h, c, rc, div, k, block_col,
                                                        values, zeros);
-    };
-    switch (h) {
-      case 1:
-        merge(std::integral_constant<int, 1>{});
-        break;
-      case 2:
-        merge(std::integral_constant<int, 2>{});
-        break;
-      case 3:
-        merge(std::integral_constant<int, 3>{});
-        break;
-      case 4:
-        merge(std::integral_constant<int, 4>{});
-        break;
-      case 6:
-        merge(std::integral_constant<int, 6>{});
-        break;
-      case 8:
-        merge(std::integral_constant<int, 8>{});
-        break;
-      default:
-        merge(std::integral_constant<int, 0>{});
-    }
+    });
     // Inside a block the merge goes column by column, the positions row by row.
     std::sort(zeros.begin() + static_cast<std::ptrdiff_t>(zeros_before), zeros.end());
   }

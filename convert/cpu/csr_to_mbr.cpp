@@ -44,6 +44,7 @@ constexpr std::size_t max_candidates = candidate_sides.size();
 using blocking::ceil_div;
 using blocking::divider;
 using blocking::partition;
+using blocking::with_known_height;
 
 // Tiles of count_with_tiles: tile_side x tile_side, one bit per position in a 64-bit word.
 constexpr I tile_side = 8;
@@ -431,23 +432,10 @@ void fill_blocks(const csr<V, I>& a, mbr<V>& out, std::int64_t row_lo, std::int6
     out.block_row_ptr[row0 / r] = static_cast<I>(b);
     out.value_ptr[row0 / r] = a.row_ptr[row0];
     if (c == 1) {
-      auto merge = [&](auto rows_known) {
+      with_known_height<2, 4, 8>(rr, [&](auto rows_known) {
         b = merge_columns<decltype(rows_known)::value>(a.row_ptr.data(), col, val, row0, rr, w, b, block_col,
                                                        bitmaps, values);
-      };
-      switch (rr) {
-        case 2:
-          merge(std::integral_constant<int, 2>{});
-          break;
-        case 4:
-          merge(std::integral_constant<int, 4>{});
-          break;
-        case 8:
-          merge(std::integral_constant<int, 8>{});
-          break;
-        default:
-          merge(std::integral_constant<int, 0>{});
-      }
+      });
       continue;
     }
     I v = a.row_ptr[row0];
