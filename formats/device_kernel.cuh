@@ -1,6 +1,7 @@
 // Small helpers shared by the CUDA sources (include from .cu files only): grid-stride loop
 // indices, the context's stream as a cudaStream_t, device-to-device copies, allocation
-// rounding, and naming the conversion a device error happened in.
+// rounding, the 16-byte alignment that vector loads need, and naming the conversion a device
+// error happened in.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -32,6 +33,13 @@ void copy_on_device(T* to, const T* from, std::int64_t n, gpu_context& ctx, cons
 
 // Bytes rounded up to 256, the alignment of the pieces carved out of one scratch block.
 inline std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// Whether every pointer may be read as 16-byte words (the kernels' vector loads; an array from
+// the pool is, a view into the middle of one may not be).
+template <class... P>
+bool on_16_bytes(const P*... p) {
+  return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
+}
 
 // Out of device memory (or any CUDA failure) names the conversion it happened in.
 template <class F>

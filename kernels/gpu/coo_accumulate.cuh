@@ -334,8 +334,7 @@ template <coo_rows Mode, class V, class I>
 void launch_coo_rows(std::int64_t n, std::int64_t rows, const I* row, const I* col, const V* val, V alpha, const V* x,
                      V beta, V* y, bool staged, coo_parts<V, I> parts, cudaStream_t stream, std::string_view what) {
   constexpr int threads = coo_block_threads;
-  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool aligned = on16(row) && on16(col) && on16(val);
+  const bool aligned = on_16_bytes(row, col, val);
   // A warp per tile, whole warps: every lane of a warp takes part in the shuffles.
   const std::int64_t tiles = (n + 32 * coo_per_lane - 1) / (32 * coo_per_lane);
   const unsigned blocks = launch_blocks(tiles * 32, threads);

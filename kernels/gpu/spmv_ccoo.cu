@@ -12,6 +12,7 @@
 #include <string>
 
 #include "convert/gpu/ccoo_device.cuh"
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/resident_blocks.cuh"
 #include "kernels/gpu/scale_y.cuh"
@@ -564,7 +565,7 @@ void spmv(const ccoo<V, I, device>& a, V alpha, const V* x, V beta, V* y, gpu_co
   if (a.counts.size() != 2)
     fail(errc::usage, "gpu::spmv: ccoo counts has " + std::to_string(a.counts.size()) + " elements, expected 2");
   // Table warps need B = 256, K in {1, 2, 4} and a 16-byte aligned blob (their vector loads).
-  const bool warps_fit = ccoo_table_warps_fit(b, k) && reinterpret_cast<std::uintptr_t>(a.blob.data()) % 16 == 0;
+  const bool warps_fit = ccoo_table_warps_fit(b, k) && on_16_bytes(a.blob.data());
   if (kernel == ccoo_kernel::table_warps && !warps_fit)
     fail(errc::usage, "gpu::spmv: the ccoo table-warp kernel takes chunks of 256 x 1, 2 or 4 (a 16-byte aligned "
                       "blob), not " + std::to_string(b) + "x" + std::to_string(k));

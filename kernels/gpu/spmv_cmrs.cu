@@ -44,6 +44,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/coo_accumulate.cuh"
 #include "kernels/gpu/resident_blocks.cuh"
@@ -577,8 +578,7 @@ void launch_tiles(const cmrs<V, I, device>& a, V alpha, const V* x, V beta, V* y
   const std::int64_t tile_slots = std::int64_t{tile_window} * cmrs_tile_windows(slots);
   const tile_split m{cmrs_strips(a.rows, h), a.rows, slots, (slots + tile_slots - 1) / tile_slots, tile_slots};
   const I* first = assign_tiles(m, h, a.strip_ptr.data(), beta, y, ctx, "gpu::spmv (cmrs)");
-  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool aligned = on16(a.col_row.data()) && on16(a.values.data());
+  const bool aligned = on_16_bytes(a.col_row.data(), a.values.data());
   // Rows staged in shared memory where they hold fewer than 2 slots on average, the COO
   // kernel's rule, so that only such matrices pay the stage's 6.5 KiB a block of L1.
   const bool staged = detail::coo_stages_row_sums(a.rows, slots);

@@ -30,6 +30,7 @@
 
 #include <string>
 
+#include "formats/device_kernel.cuh"
 #include "formats/instantiate.hpp"
 #include "kernels/gpu/scale_y.cuh"
 #include "kernels/gpu/search.cuh"
@@ -293,7 +294,7 @@ __global__ void __launch_bounds__(threads, 6) hola_core(std::int64_t rows, std::
   V run[npt];
 #pragma unroll
   for (int j = 0; j < npt / cw; ++j) {
-    const auto p = *reinterpret_cast<const pack<V, cw>*>(product + swizzled(tid * (npt / cw) + j) * cw);
+    const auto p = *reinterpret_cast<const pack<V, cw>*>(product + product_slot<V>(p0 + j * cw));
 #pragma unroll
     for (int u = 0; u < cw; ++u) run[j * cw + u] = p.v[u];
   }
@@ -370,8 +371,7 @@ void spmv_hola_arrays(std::int64_t rows, std::int64_t nnz, const I* ptr, const I
   else
     assign_rows_scatter<V, I><<<launch_blocks(rows, threads), threads, 0, s>>>(rows, nnz, ptr, bounds, beta, y);
   check_cuda(cudaGetLastError(), "gpu::spmv_hola: launching the row assignment kernel");
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool chunks = loads == hola_loads::chunk && aligned(col) && aligned(val);
+  const bool chunks = loads == hola_loads::chunk && on_16_bytes(col, val);
   cudaLaunchAttribute dependent{};
   dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   dependent.val.programmaticStreamSerializationAllowed = 1;
