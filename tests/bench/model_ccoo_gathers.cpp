@@ -11,10 +11,14 @@
 // Chunks are 256 groups of K entries (resolve_ccoo_params), rows padded to multiples of K as
 // in the format; in each of 256 / (32 K) steps lane l takes K groups (K * K consecutive
 // entries) and a warp instruction gathers entry j of every lane's K * K; the multiprocessor's
-// warps issue in turn. L1 is an LRU cache of 32-byte sectors of x (4 doubles). Padding entries
-// (which gather x at the chunk's baseline column, one sector a chunk) are left out of the count.
-// The figure is the mean over multiprocessors 0, S/3 and 2S/3. Prints, per matrix, whether it
-// runs the table warps at all (every chunk a table chunk) and the hit rate of each walk.
+// warps issue in turn. L1 is an LRU cache of 32-byte sectors. Each walk is modelled twice:
+// with each warp step's share of its chunk's sections (row offsets, pad bits, column offsets,
+// table indices; the layout of formats/ccoo.hpp, the column width from the chunk's span) read
+// through L1 first, as the kernel's plain loads do, and with those loads bypassing L1
+// (L1::no_allocate). Padding entries (which gather x at the chunk's baseline column, one
+// sector a chunk) are left out of the count. The figure is the mean over multiprocessors 0,
+// S/3 and 2S/3. Prints, per matrix, whether it runs the table warps at all (every chunk a table
+// chunk) and the share of x's gathers that hit.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -71,25 +75,65 @@ class sector_lru {
 };
 
 // One copy's entries in CCOO order (CSR order, each row padded to a multiple of k): the
-// column of each, -1 for padding.
-std::vector<std::int32_t> padded_columns(const csr<double, std::int32_t>& a, int k) {
-  std::vector<std::int32_t> out;
+// column of each (-1 for padding) and its row.
+struct padded_entries {
+  std::vector<std::int32_t> cols, rows;
+};
+padded_entries pad_rows(const csr<double, std::int32_t>& a, int k) {
+  padded_entries out;
   for (std::int64_t r = 0; r < a.rows; ++r) {
     const std::int32_t lo = a.row_ptr[r], hi = a.row_ptr[r + 1];
-    for (std::int32_t e = lo; e < hi; ++e) out.push_back(a.col_idx[e]);
+    for (std::int32_t e = lo; e < hi; ++e) out.cols.push_back(a.col_idx[e]);
     const std::int64_t len = hi - lo, padded = k * std::max<std::int64_t>(1, (len + k - 1) / k);
-    out.insert(out.end(), static_cast<std::size_t>(padded - len), -1);
+    out.cols.insert(out.cols.end(), static_cast<std::size_t>(padded - len), -1);
+    out.rows.insert(out.rows.end(), static_cast<std::size_t>(padded), static_cast<std::int32_t>(r));
   }
   return out;
 }
 
+// Sector keys of the blobs lie above those of x (bit 63), a chunk's blob at c * 8 KiB (a table
+// chunk of 1024 entries takes at most ~6.4 KB).
+constexpr std::uint64_t blob_sectors = std::uint64_t{1} << 63;
+constexpr std::int64_t blob_stride = 8192;
+
 struct model {
-  const std::vector<std::int32_t>& cols;  // one copy
-  std::int64_t copies, cols_per_copy;
+  const padded_entries& one;  // one copy
+  std::int64_t copies, rows_per_copy, cols_per_copy;
   int k;
   const options& o;
 
-  std::int64_t entries() const { return static_cast<std::int64_t>(cols.size()) * copies; }
+  std::int64_t entries() const { return static_cast<std::int64_t>(one.cols.size()) * copies; }
+  // Entry e of the replicated matrix: its column (-1: padding) and row.
+  std::int64_t column(std::int64_t e) const {
+    const auto n = static_cast<std::int64_t>(one.cols.size());
+    const std::int32_t c = one.cols[static_cast<std::size_t>(e % n)];
+    return c < 0 ? -1 : e / n * cols_per_copy + c;
+  }
+  std::int64_t row(std::int64_t e) const {
+    const auto n = static_cast<std::int64_t>(one.cols.size());
+    return e / n * rows_per_copy + one.rows[static_cast<std::size_t>(e % n)];
+  }
+  // The layout of chunk q's blob as the format stores it (a table chunk: one-byte values).
+  ccoo_layout layout(std::int64_t q) const {
+    const std::int64_t lo = q * chunk_entries(), hi = std::min(entries(), lo + chunk_entries());
+    std::int64_t min_col = -1, max_col = -1;
+    bool pads = false;
+    for (std::int64_t e = lo; e < hi; ++e) {
+      const std::int64_t c = column(e);
+      if (c < 0) {
+        pads = true;
+        continue;
+      }
+      min_col = min_col < 0 ? c : std::min(min_col, c);
+      max_col = std::max(max_col, c);
+    }
+    const std::int64_t span = max_col - std::max<std::int64_t>(min_col, 0);
+    std::uint8_t code = ccoo_code::lut;
+    if (row(lo) == row(hi - 1)) code |= ccoo_code::single_row;
+    if (pads) code |= ccoo_code::pads;
+    code |= static_cast<std::uint8_t>((span < 256 ? 0 : span < 65536 ? 1 : 2) << 1);
+    return ccoo_chunk_layout(hi - lo, k, code, sizeof(double));
+  }
   std::int64_t chunk_entries() const { return std::int64_t{256} * k; }
   std::int64_t chunks() const { return (entries() + chunk_entries() - 1) / chunk_entries(); }
 
@@ -109,32 +153,59 @@ struct model {
     return mine;
   }
 
-  double hit_rate(int sm, bool local) const {
+  // The share of the gathers of x that hit, on multiprocessor sm. With blob_in_l1 each warp's
+  // step first reads its share of the chunk's sections through L1 (as the kernel's plain loads
+  // do), whose sectors then compete with x's; without, those loads bypass L1
+  // (L1::no_allocate). Only x's accesses are counted.
+  double hit_rate(int sm, bool local, bool blob_in_l1) const {
     sector_lru l1(static_cast<std::size_t>(o.l1_bytes / 32));
     const auto mine = chunks_of(sm, local);
     std::size_t rounds = 0;
     for (const auto& v : mine) rounds = std::max(rounds, v.size());
     const int per_lane = k * k, steps = 256 / (32 * k);
-    const auto n = static_cast<std::int64_t>(cols.size());
-    for (std::size_t r = 0; r < rounds; ++r)
-      for (int step = 0; step < steps; ++step)
+    std::vector<ccoo_layout> layouts(mine.size());
+    std::uint64_t x_hits = 0, x_accesses = 0;
+    for (std::size_t r = 0; r < rounds; ++r) {
+      for (std::size_t w = 0; w < mine.size(); ++w)
+        if (r < mine[w].size() && blob_in_l1) layouts[w] = layout(mine[w][r]);
+      for (int step = 0; step < steps; ++step) {
+        if (blob_in_l1)
+          for (std::size_t w = 0; w < mine.size(); ++w) {
+            if (r >= mine[w].size()) continue;
+            const ccoo_layout& l = layouts[w];
+            const std::int64_t g0 = std::int64_t{step} * 32 * k, e0 = g0 * k, e1 = e0 + 32 * per_lane;
+            const auto touch = [&](std::size_t from, std::size_t to) {
+              const std::uint64_t base = blob_sectors + static_cast<std::uint64_t>(mine[w][r] * blob_stride);
+              for (std::size_t b = from / 32; b * 32 < to; ++b) l1.touch(base + b);
+            };
+            if (l.pads > l.rows) touch(l.rows + static_cast<std::size_t>(g0), l.rows + static_cast<std::size_t>(g0 + 32 * k));
+            if (l.cols > l.pads) touch(l.pads + static_cast<std::size_t>(e0 / 8), l.pads + static_cast<std::size_t>(e1 / 8));
+            touch(l.cols + static_cast<std::size_t>(e0) * l.col_bytes, l.cols + static_cast<std::size_t>(e1) * l.col_bytes);
+            touch(l.values + static_cast<std::size_t>(e0), l.values + static_cast<std::size_t>(e1));
+          }
         for (int j = 0; j < per_lane; ++j)
           for (const auto& warp : mine) {
             if (r >= warp.size()) continue;
             const std::int64_t base = warp[r] * chunk_entries() + std::int64_t{step} * 32 * per_lane;
             for (int lane = 0; lane < 32; ++lane) {
               const std::int64_t e = base + std::int64_t{lane} * per_lane + j;
-              if (e >= entries() || cols[static_cast<std::size_t>(e % n)] < 0) continue;
-              const std::int64_t col = e / n * cols_per_copy + cols[static_cast<std::size_t>(e % n)];
+              if (e >= entries()) continue;
+              const std::int64_t col = column(e);
+              if (col < 0) continue;
+              const std::uint64_t before = l1.hits();
               l1.touch(static_cast<std::uint64_t>(col) / 4);
+              x_hits += l1.hits() - before;
+              ++x_accesses;
             }
           }
-    return l1.accesses() ? static_cast<double>(l1.hits()) / static_cast<double>(l1.accesses()) : 1.0;
+      }
+    }
+    return x_accesses ? static_cast<double>(x_hits) / static_cast<double>(x_accesses) : 1.0;
   }
 
-  double mean_hit_rate(bool local) const {
+  double mean_hit_rate(bool local, bool blob_in_l1) const {
     double sum = 0;
-    for (const int sm : {0, o.sms / 3, 2 * o.sms / 3}) sum += hit_rate(sm, local);
+    for (const int sm : {0, o.sms / 3, 2 * o.sms / 3}) sum += hit_rate(sm, local, blob_in_l1);
     return sum / 3;
   }
 };
@@ -155,16 +226,17 @@ void report(const fs::path& path, const options& o) {
   }
   const ccoo<double> c = cpu::csr_to_ccoo(*a, {});
   const int k = c.params.chunk_k;
-  const auto cols = padded_columns(*a, k);
+  const padded_entries one = pad_rows(*a, k);
   const std::int64_t nnz = static_cast<std::int64_t>(a->values.size());
   const std::int64_t copies = nnz > 0 && o.scale_to > nnz ? (o.scale_to + nnz - 1) / nnz : 1;
-  const model m{cols, copies, a->cols, k, o};
+  const model m{one, copies, a->rows, a->cols, k, o};
   // gpu::ccoo_every_chunk_in_table (kernels/gpu/spmv_ccoo.hpp, CUDA builds only): a table of
   // fewer than 256 values holds every value, and only then do the table warps run alone.
   const bool warps = !c.table.empty() && c.table.size() < ccoo_table_capacity;
-  std::printf("%-32s %4lld copies  K %d  %-6s  strided %5.1f%%  local %5.1f%%\n", path.filename().string().c_str(),
-              static_cast<long long>(copies), k, warps ? "table" : "direct", 100 * m.mean_hit_rate(false),
-              100 * m.mean_hit_rate(true));
+  std::printf("%-30s %5lld copies  K %d  %-6s  %7.1f%% %7.1f%% %7.1f%% %7.1f%%\n", path.filename().string().c_str(),
+              static_cast<long long>(copies), k, warps ? "table" : "direct", 100 * m.mean_hit_rate(false, true),
+              100 * m.mean_hit_rate(false, false), 100 * m.mean_hit_rate(true, true),
+              100 * m.mean_hit_rate(true, false));
 }
 
 }  // namespace
@@ -199,6 +271,8 @@ int main(int argc, char** argv) {
   std::printf("L1 model of the CCOO table warps' gathers of x (%lld KiB of 32-byte sectors, LRU; %d warps on each "
               "of %d multiprocessors; replicated to >= %lld entries): x sector hit rate\n",
               static_cast<long long>(o.l1_bytes / 1024), o.warps_per_sm, o.sms, static_cast<long long>(o.scale_to));
+  std::printf("%-30s %-26s %-17s %s\n", "", "", "strided walk", "multiprocessor-local walk");
+  std::printf("%-30s %-26s %8s %8s %8s %8s\n", "matrix", "", "blob L1", "no blob", "blob L1", "no blob");
   try {
     for (const auto& f : files) report(f, o);
   } catch (const error& e) {
