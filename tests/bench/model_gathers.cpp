@@ -24,12 +24,15 @@
 // chunk's baseline column, one sector a chunk) are left out of the count. The figure is the
 // mean over multiprocessors 0, S/3 and 2S/3.
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <list>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <vector>
 
@@ -89,8 +92,9 @@ class sector_lru {
   std::uint64_t hits_ = 0, misses_ = 0;
 };
 
-// One copy's entries in CCOO order (CSR order, each row padded to a multiple of k; k = 0: CSR
-// as it is): the column of each (-1 for padding) and its row.
+// One copy's entries in CCOO order (CSR order, each row padded to a multiple of k, an empty row
+// to one group, as csr_to_ccoo's row_groups; k = 0: CSR as it is): the column of each (-1 for
+// padding) and its row.
 struct padded_entries {
   std::vector<std::int32_t> cols, rows;
 };
@@ -300,6 +304,19 @@ void report(const fs::path& path, const options& o) {
               100 * m.mean_hit_rate(true, false));
 }
 
+// A flag's value: a whole number in [1, most], else a usage error (exit 2).
+std::int64_t positive(const std::string& flag, const char* text, std::int64_t most) {
+  std::int64_t v = 0;
+  const char* end = text + std::strlen(text);
+  const auto [p, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc{} || p != end || v < 1 || v > most) {
+    std::fprintf(stderr, "model_gathers: %s takes a whole number from 1 to %lld, not '%s'\n", flag.c_str(),
+                 static_cast<long long>(most), text);
+    std::exit(2);
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -319,17 +336,17 @@ int main(int argc, char** argv) {
       const std::string k = value();
       usage |= k != "ccoo" && k != "hola";
       o.ccoo = k == "ccoo";
-    } else if (arg == "--scale-to") o.scale_to = std::atoll(value());
-    else if (arg == "--l1-kib") o.l1_bytes = std::atoll(value()) * 1024;
-    else if (arg == "--workers") o.workers = std::atoi(value());
-    else if (arg == "--sms") o.sms = std::atoi(value());
+    } else if (arg == "--scale-to") o.scale_to = positive(arg, value(), std::int64_t{1} << 40);
+    else if (arg == "--l1-kib") o.l1_bytes = positive(arg, value(), std::int64_t{1} << 20) * 1024;
+    else if (arg == "--workers") o.workers = static_cast<int>(positive(arg, value(), 1 << 16));
+    else if (arg == "--sms") o.sms = static_cast<int>(positive(arg, value(), 1 << 16));
     else if (fs::is_directory(arg)) {
       for (const auto& e : fs::directory_iterator(arg))
         if (e.path().extension() == ".mtx") files.push_back(e.path());
     } else files.emplace_back(arg);
   }
   kernel_defaults(o);
-  if (usage || files.empty() || o.l1_bytes < 32 || o.workers < 1 || o.sms < 1) {
+  if (usage || files.empty()) {
     std::fprintf(stderr, "usage: model_gathers FILE|DIR... [--kernel ccoo|hola] [--scale-to N] [--l1-kib N] "
                          "[--workers N] [--sms N]\n");
     return 2;
